@@ -1,0 +1,27 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Install, from Debian's packages, whatever the bench needs and is missing.
+# Idempotent: a no-op (well under 5 s) when everything is present.
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+PKGS="linux-source-6.12 qemu-system-x86 busybox-static kmod cpio bc bison
+flex libelf-dev libssl-dev ccache xz-utils gcc make libc6-dev perl python3
+rsync sparse gnuplot-nox git"
+
+missing=
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+[ "$(id -u)" = 0 ] || die "missing packages:$missing (run 'make deps' as root)"
+step "installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null ||
+	die "apt-get update failed"
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
+	die "apt-get install failed for:$missing"
+step "packages installed"
