@@ -1,0 +1,50 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Configure and build the guest kernel out of tree (O=) in the cache, with
+# ccache.  Incremental: only what changed is rebuilt.
+set -eu
+. "$(dirname "$0")/lib.sh"
+need make gcc ccache bison flex bc
+
+export CCACHE_DIR=$CACHE/ccache
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+export CCACHE_COMPILERCHECK=content
+# Stable build strings: ccache hits across rebuilds and clean clones.
+export KBUILD_BUILD_TIMESTAMP="2026-01-01"
+export KBUILD_BUILD_USER=dmirror KBUILD_BUILD_HOST=bench
+KMAKE=(make -C "$KSRC" O="$KBUILD" "CC=ccache gcc" -j"$JOBS" -s)
+
+frags="$TOP/vm/kernel.config"
+[ "$FLAVOR" = debug ] && frags="$frags $TOP/vm/kernel-debug.config"
+key=$(cat $frags | sha256sum | cut -c1-16)
+
+mkdir -p "$KBUILD"
+if [ "$(cat "$KBUILD/.dmirror-config" 2>/dev/null)" != "$key" ]; then
+	step "configuring ($FLAVOR): tinyconfig + $(echo $frags | sed "s|$TOP/||g")"
+	"${KMAKE[@]}" tinyconfig >/dev/null
+	# shellcheck disable=SC2086
+	(cd "$KBUILD" && "$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KBUILD" \
+		"$KBUILD/.config" $frags >/dev/null)
+	"${KMAKE[@]}" olddefconfig >/dev/null
+	# Every option of the fragments must have survived olddefconfig.
+	bad=
+	for f in $frags; do
+		while IFS= read -r l; do
+			case $l in
+			CONFIG_*=n) ! grep -q "^${l%=n}=[ym]" "$KBUILD/.config" ||
+					bad="$bad $l" ;;
+			CONFIG_*) grep -qx "$l" "$KBUILD/.config" || bad="$bad $l" ;;
+			esac
+		done < "$f"
+	done
+	[ -z "$bad" ] || die "kernel config lost:$bad"
+	echo "$key" > "$KBUILD/.dmirror-config"
+fi
+
+t=$(now)
+step "building kernel ($FLAVOR, -j$JOBS) in $KBUILD"
+"${KMAKE[@]}" bzImage modules > "$KBUILD/build.log" 2>&1 || {
+	tail -n 40 "$KBUILD/build.log" >&2
+	die "kernel build failed (log: $KBUILD/build.log)"
+}
+took "$t" "kernel build"
