@@ -1,0 +1,23 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Build dmirror-thp.ko out of tree against the cache's kernel.  The sources
+# are mirrored into the stage folder first, so no build output lands in the
+# checkout.
+set -eu
+. "$(dirname "$0")/lib.sh"
+need make gcc rsync
+
+[ -f "$KBUILD/Module.symvers" ] || die "no kernel build in $KBUILD: run 'make kernel'"
+MOD=$STAGE/mod
+mkdir -p "$MOD"
+rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
+	"$TOP/Kbuild" "$TOP/module" "$TOP/uapi" "$MOD/"
+t=$(now)
+step "building dmirror-thp.ko ($FLAVOR) ${W:+W=$W }${C:+C=$C}"
+make -C "$KBUILD" M="$MOD" "CC=ccache gcc" -j"$JOBS" ${W:+W=$W} ${C:+C=$C} \
+	modules > "$MOD/build.log" 2>&1 || {
+	cat "$MOD/build.log" >&2
+	die "module build failed"
+}
+grep -E 'warning:|error:' "$MOD/build.log" >&2 || true
+took "$t" "module build"

@@ -1,0 +1,142 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot the guest under QEMU with a test plan, then report each result and a
+# last line "N passed, N failed, N skipped".  Exit status 0 only if nothing
+# failed and the console is clean.
+#
+# run.sh PLAN        run /plans/PLAN (vm/plans/PLAN) in the guest
+# run.sh --shell     interactive guest (ttyS0 on stdio), host folder on 9p
+#
+# ACCEL=auto|kvm|tcg  MEM=3G  SMP=2  TIMEOUT=1500 (seconds, hard limit)
+set -eu
+. "$(dirname "$0")/lib.sh"
+need qemu-system-x86_64 timeout awk
+
+PLAN=${1:-check}
+ACCEL=${ACCEL:-auto}
+MEM=${MEM:-3G}
+SMP=${SMP:-2}
+TIMEOUT=${TIMEOUT:-1500}
+KERNEL=$KBUILD/arch/x86/boot/bzImage
+INITRD=$STAGE/initramfs.cpio.gz
+[ -f "$KERNEL" ] || die "no kernel at $KERNEL: run 'make kernel'"
+[ -f "$INITRD" ] || die "no initramfs at $INITRD: run 'make initramfs'"
+
+# Splats that fail a run even when every test passed.
+SPLATS='BUG:|WARNING:|Oops|general protection|KASAN|kmemleak: .*suspected|possible circular locking|inconsistent lock state|RCU stall|detected stalls|self-detected stall|hung task|blocked for more than|Kernel panic'
+
+# qemu_cmd ACCEL: the QEMU command line common to every boot, in $QEMU.
+qemu_cmd()
+{
+	case $1 in
+	kvm) QEMU=(-accel kvm -cpu kvm64) ;;
+	*) QEMU=(-accel tcg,thread=multi -cpu max) ;;
+	esac
+	QEMU=(qemu-system-x86_64 -M pc "${QEMU[@]}" -smp "$SMP" -m "$MEM"
+	      -nographic -no-reboot -kernel "$KERNEL" -initrd "$INITRD"
+	      -device isa-debug-exit,iobase=0xf4,iosize=0x04)
+}
+
+# KVM is used only where a short probe boot reaches init in a few seconds;
+# on nested VMs KVM guests hang while decompressing.  The verdict is cached.
+pick_accel()
+{
+	[ "$ACCEL" != auto ] && { echo "$ACCEL"; return; }
+	if [ ! -w /dev/kvm ]; then
+		echo tcg
+		return
+	fi
+	key="$(uname -r) $(qemu-system-x86_64 --version | head -n 1)"
+	probe=$CACHE/kvm-probe
+	if [ "$(sed -n 1p "$probe" 2>/dev/null)" != "$key" ]; then
+		v=tcg
+		qemu_cmd kvm
+		timeout -s KILL 10 "${QEMU[@]}" -serial file:"$CACHE/kvm-probe.log" \
+			-serial null -append "console=ttyS0 panic=-1 quiet plan=probe" \
+			>/dev/null 2>&1 || true
+		grep -q DMIRROR-PROBE-OK "$CACHE/kvm-probe.log" 2>/dev/null && v=kvm
+		printf '%s\n%s\n' "$key" "$v" > "$probe"
+	fi
+	sed -n 2p "$probe"
+}
+
+accel=$(pick_accel)
+if [ "$PLAN" = --shell ]; then
+	step "interactive guest ($accel, $SMP vCPU, $MEM); host folder $TOP at /host"
+	qemu_cmd "$accel"
+	"${QEMU[@]}" -serial mon:stdio -serial null \
+		-virtfs local,path="$TOP",mount_tag=host,security_model=none,id=host \
+		-append "console=ttyS0 panic=-1 plan=shell"
+	exit 0
+fi
+
+[ -f "$TOP/vm/plans/$PLAN" ] || die "no plan vm/plans/$PLAN"
+RUN=$LOGDIR/$FLAVOR-$PLAN-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$RUN"
+ln -sfn "$RUN" "$LOGDIR/latest"
+step "booting $FLAVOR kernel, plan '$PLAN' ($accel, $SMP vCPU, $MEM, limit ${TIMEOUT}s); logs in $RUN"
+t=$(now)
+rc=0
+qemu_cmd "$accel"
+timeout -s KILL "$TIMEOUT" "${QEMU[@]}" \
+	-serial file:"$RUN/console.log" -serial file:"$RUN/results.log" \
+	-append "console=ttyS0 panic=-1 plan=$PLAN ${APPEND:-}" \
+	> "$RUN/qemu.log" 2>&1 || rc=$?
+took "$t" "guest run (qemu exit $rc)"
+
+# Files the guest sent between "### FILE name" and "### FILE-END".
+awk -v dir="$RUN" '
+	{ sub(/\r$/, "") }
+	/^### FILE-END/ { if (f) close(f); f = ""; next }
+	/^### FILE / { f = dir "/" $3; printf "" > f; next }
+	f { print > f }' "$RUN/results.log"
+
+awk -v splats="$SPLATS" -v qrc="$rc" -v console="$RUN/console.log" '
+function res(kind, name) {
+	n[kind]++
+	printf "%-7s %s\n", kind == "pass" ? "ok" : kind == "fail" ? "not ok" : "skip", name
+}
+{ sub(/\r$/, "") }
+/^### FILE / { infile = 1; next }
+/^### FILE-END/ { infile = 0; next }
+infile { next }
+/^### BEGIN/ { begun = 1; print "guest: " substr($0, 5) }
+/^### SUITE / { suite = $3; seen = 0; bad = 0; next }
+/^### SUITE-END/ {
+	rc = $4; sub("rc=", "", rc)
+	if (rc != 0 && !bad)
+		res("fail", suite ": exited with status " rc (seen ? "" : " and no results"))
+	suite = ""; next
+}
+/^### STEP ok / { res("pass", substr($0, 13)); next }
+/^### STEP not-ok / { res("fail", substr($0, 17)); next }
+/^### END/ { ended = 1; print "guest: " substr($0, 5); next }
+suite != "" && /^(not )?ok [0-9]+/ {
+	line = $0; seen = 1
+	skip = (line ~ /# *[Ss][Kk][Ii][Pp]/)
+	fail = (line ~ /^not ok/) && !skip
+	sub(/^(not )?ok [0-9]+ *(- *)?/, "", line)
+	if (fail) bad = 1
+	res(skip ? "skip" : fail ? "fail" : "pass", suite ": " line)
+	next
+}
+END {
+	if (!begun)
+		res("fail", "guest: did not reach the test plan (qemu exit " qrc ")")
+	else if (!ended)
+		res("fail", "guest: did not finish the plan (timeout or crash, qemu exit " qrc ")")
+	while ((getline l < console) > 0)
+		if (l ~ splats) {
+			sub(/\r$/, "", l)
+			res("fail", "console: " l)
+			if (++splat >= 10) break
+		}
+	printf "%d passed, %d failed, %d skipped\n", n["pass"], n["fail"], n["skip"]
+	exit n["fail"] ? 1 : 0
+}' "$RUN/results.log" | tee "$RUN/summary.txt"
+st=${PIPESTATUS[0]}
+if [ "$st" != 0 ]; then
+	echo "dmirror-thp: FAILED: see $RUN/console.log and $RUN/results.log" >&2
+	grep -m 20 -E -B2 -A10 "$SPLATS" "$RUN/console.log" > "$RUN/splats.txt" 2>/dev/null || true
+fi
+exit "$st"
