@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# dmirror-thp: device-private THP migration on Debian's linux 6.12.
+#
+#   make              build everything: kernel (with the prereq series),
+#                     dmirror-thp.ko, the selftests and the guest initramfs
+#   make check        ... and run the test plan in a QEMU guest
+#
+# See README.md for the other targets.  FLAVOR=debug selects the debug
+# kernel (KASAN, lockdep, kmemleak, ...); ACCEL=kvm|tcg forces the
+# accelerator.  Everything built lives in the cache
+# (${DMIRROR_THP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/dmirror-thp}).
+
+SHELL := /bin/bash
+FLAVOR ?= normal
+PLAN ?= check
+export FLAVOR
+
+.PHONY: all deps tree kernel module tests initramfs check stock bench \
+	stress shell negative bisect-check callers checkpatch clean
+
+all: initramfs
+
+deps:
+	@vm/deps.sh
+
+tree: deps
+	@vm/tree.sh
+
+kernel: tree
+	@vm/kernel.sh
+
+module: kernel
+	@vm/module.sh
+
+tests: tree
+	@vm/tests.sh
+
+initramfs: module tests
+	@vm/initramfs.sh
+
+# The README's test command.
+check: initramfs
+	@vm/run.sh $(PLAN)
+
+# The stock regression baseline alone: the tree's test_hmm.ko + hmm-tests.
+stock: kernel
+	@vm/tests.sh stock
+	@vm/initramfs.sh stock
+	@vm/run.sh stock
+
+bench: initramfs
+	@vm/run.sh bench
+
+stress: initramfs
+	@vm/run.sh stress
+
+shell: initramfs
+	@vm/run.sh --shell
+
+# The bench's own negative check: a failing test and a WARN must fail it.
+negative: kernel
+	@vm/tests.sh stock
+	@vm/initramfs.sh stock
+	@if vm/run.sh negative; then \
+		echo "negative check FAILED: the bench passed a failing plan"; exit 1; \
+	else echo "negative check ok: the bench failed the failing plan"; fi
+
+# Build the kernel after each patch of the series.
+bisect-check: deps
+	@vm/bisect-check.sh
+
+# Compile the tree's in-tree users of the changed APIs.
+callers: tree
+	@vm/callers.sh
+
+checkpatch: tree
+	@vm/checkpatch.sh
+
+clean:
+	rm -rf selftests/out
