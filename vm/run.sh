@@ -25,15 +25,16 @@ INITRD=$STAGE/initramfs.cpio.gz
 # Splats that fail a run even when every test passed.
 SPLATS='BUG:|WARNING:|Oops|general protection|KASAN|kmemleak: .*suspected|possible circular locking|inconsistent lock state|RCU stall|detected stalls|self-detected stall|hung task|blocked for more than|Kernel panic'
 
-# qemu_cmd ACCEL: the QEMU command line common to every boot, in $QEMU.
+# qemu_cmd ACCEL [--no-initrd]: the command line every boot shares, in $QEMU.
 qemu_cmd()
 {
 	case $1 in
 	kvm) QEMU=(-accel kvm -cpu kvm64) ;;
 	*) QEMU=(-accel tcg,thread=multi -cpu max) ;;
 	esac
+	[ "${2:-}" = --no-initrd ] || QEMU+=(-initrd "$INITRD")
 	QEMU=(qemu-system-x86_64 -M pc "${QEMU[@]}" -smp "$SMP" -m "$MEM"
-	      -nographic -no-reboot -kernel "$KERNEL" -initrd "$INITRD"
+	      -nographic -no-reboot -kernel "$KERNEL"
 	      -device isa-debug-exit,iobase=0xf4,iosize=0x04)
 }
 
@@ -63,10 +64,18 @@ pick_accel()
 accel=$(pick_accel)
 if [ "$PLAN" = --shell ]; then
 	step "interactive guest ($accel, $SMP vCPU, $MEM); host folder $TOP at /host"
-	qemu_cmd "$accel"
-	"${QEMU[@]}" -serial mon:stdio -serial null \
-		-virtfs local,path="$TOP",mount_tag=host,security_model=none,id=host \
-		-append "console=ttyS0 panic=-1 plan=shell"
+	share=(-virtfs local,path="$TOP",mount_tag=host,security_model=none,id=host)
+	if [ "${ROOTFS:-initramfs}" = debian ]; then
+		rootfs=$("$TOP/vm/rootfs.sh" | tail -n 1)
+		qemu_cmd "$accel" --no-initrd
+		"${QEMU[@]}" -serial mon:stdio -serial null "${share[@]}" \
+			-virtfs local,path="$rootfs",mount_tag=rootfs,security_model=passthrough,id=rootfs \
+			-append "console=ttyS0 panic=-1 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 rw init=/opt/dmirror-thp/init"
+	else
+		qemu_cmd "$accel"
+		"${QEMU[@]}" -serial mon:stdio -serial null "${share[@]}" \
+			-append "console=ttyS0 panic=-1 plan=shell"
+	fi
 	exit 0
 fi
 
