@@ -67,7 +67,7 @@ git_k checkout -q -f -B dmirror-thp base
 for p in $list; do
 	if ! git_k am -q --whitespace=nowarn "$PATCHES/$p" > "$CACHE/am.log" 2>&1; then
 		echo "dmirror-thp: error: patch $p does not apply:" >&2
-		sed 's/^/    /' "$CACHE/am.log" >&2
+		grep -v -e '^hint:' -e 'git am --' -e 'resolved this problem' "$CACHE/am.log" | sed 's/^/    /' >&2
 		git_k apply --check -v "$PATCHES/$p" 2>&1 | grep -A8 -i 'error\|failed' | head -n 30 >&2 || true
 		git_k am --abort >/dev/null 2>&1 || true
 		rm -f "$KSRC/.dmirror-series"
