@@ -15,10 +15,16 @@ if [ ! -f "$ROOTFS/.dmirror-done" ]; then
 	t=$(now)
 	step "debootstrap bookworm into $ROOTFS (once)"
 	rm -rf "$ROOTFS"
-	debootstrap --variant=minbase \
-		--include=bash,gdb,strace,linux-perf,procps,kmod,less,python3 \
+	debootstrap --variant=minbase --include=bash,procps,kmod,less \
 		bookworm "$ROOTFS" > "$CACHE/debootstrap.log" 2>&1 ||
 		die "debootstrap failed: see $CACHE/debootstrap.log"
+	# debootstrap does not resolve virtual packages (gdb needs one): apt does.
+	step "installing gdb, strace and perf in the rootfs"
+	DEBIAN_FRONTEND=noninteractive chroot "$ROOTFS" apt-get install -y -qq \
+		--no-install-recommends gdb strace linux-perf python3 \
+		>> "$CACHE/debootstrap.log" 2>&1 ||
+		die "apt-get in the rootfs failed: see $CACHE/debootstrap.log"
+	chroot "$ROOTFS" apt-get clean
 	touch "$ROOTFS/.dmirror-done"
 	took "$t" "debootstrap"
 fi

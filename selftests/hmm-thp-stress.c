@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hmm-thp-stress: seeded, bounded stress of device-private THP migration.
+ *
+ * Each worker thread owns a few PMD-sized regions, filled with a pattern
+ * that is a function of (seed, region, page, generation).  It performs
+ * random operations (migrate to the device, fault back by reading or
+ * writing, migrate to system memory, device writes, partial munmap and
+ * remap, mprotect, MADV_DONTNEED, fork with the child verifying and
+ * writing, FAIL_ALLOC toggles) and verifies every byte after every
+ * operation, through the device or through the CPU.
+ *
+ * Output is TAP: one test line per worker and a summary with the
+ * operation counts, the bytes verified and any mismatch.
+ *
+ * hmm-thp-stress [-t threads] [-s seconds] [-S seed] [-r regions] [-d dev]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dmirror_thp_uapi.h"
+
+#define PAGE		4096UL
+#define THP		(2UL << 20)
+#define NPAGES		(THP / PAGE)
+#define MAX_REGIONS	16
+
+enum op {
+	OP_TO_DEV, OP_READ_FAULT, OP_WRITE_FAULT, OP_TO_SYS, OP_DEV_WRITE,
+	OP_MUNMAP_REMAP, OP_MPROTECT, OP_DONTNEED, OP_FORK, OP_FAIL_ALLOC,
+	OP_NR,
+};
+
+static const char *const op_names[OP_NR] = {
+	"migrate_to_dev", "read_fault", "write_fault", "migrate_to_sys",
+	"device_write", "munmap_remap", "mprotect", "dontneed", "fork",
+	"fail_alloc",
+};
+
+struct region {
+	char *addr;
+	uint32_t gen[NPAGES];	/* 0: the page reads as zeroes */
+};
+
+struct worker {
+	int id;
+	pthread_t thread;
+	int fd;
+	uint64_t rng;
+	struct region region[MAX_REGIONS];
+	uint64_t *buf;		/* the device's side of READ and WRITE */
+	uint64_t ops[OP_NR];
+	uint64_t soft_errors;	/* ENOMEM / EBUSY: allowed under pressure */
+	uint64_t bytes_verified;
+	uint64_t mismatches;
+	char failure[160];
+};
+
+static int nr_threads = 4, nr_regions = 2, seconds = 60;
+static uint64_t seed;
+static const char *device = "/dev/hmm_dmirror0";
+static volatile int stop;
+
+static uint64_t rnd(struct worker *w)
+{
+	/* xorshift64*: cheap, and reproducible from the seed. */
+	w->rng ^= w->rng >> 12;
+	w->rng ^= w->rng << 25;
+	w->rng ^= w->rng >> 27;
+	return w->rng * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t pattern(struct worker *w, int r, unsigned long p, uint32_t gen)
+{
+	if (!gen)
+		return 0;
+	return seed ^ ((uint64_t)w->id << 56) ^ ((uint64_t)r << 48) ^
+	       ((uint64_t)p << 32) ^ gen;
+}
+
+static void fill_page(uint64_t *dst, uint64_t v)
+{
+	unsigned long i;
+
+	for (i = 0; i < PAGE / 8; i++)
+		dst[i] = v ? v + i : 0;
+}
+
+static int check_page(struct worker *w, const uint64_t *src, int r,
+		      unsigned long p, const char *how)
+{
+	uint64_t v = pattern(w, r, p, w->region[r].gen[p]);
+	unsigned long i;
+
+	w->bytes_verified += PAGE;
+	for (i = 0; i < PAGE / 8; i++) {
+		if (src[i] != (v ? v + i : 0)) {
+			w->mismatches++;
+			snprintf(w->failure, sizeof(w->failure),
+				 "region %d page %lu word %lu: %#llx, expected %#llx (gen %u, %s)",
+				 r, p, i, (unsigned long long)src[i],
+				 (unsigned long long)(v ? v + i : 0),
+				 w->region[r].gen[p], how);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int dmirror(struct worker *w, unsigned long req, void *addr,
+		   unsigned long npages)
+{
+	struct hmm_dmirror_cmd cmd = {
+		.addr = (uintptr_t)addr,
+		.ptr = (uintptr_t)w->buf,
+		.npages = npages,
+	};
+
+	while (ioctl(w->fd, req, &cmd) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == ENOMEM || errno == EBUSY) {
+			w->soft_errors++;
+			return 1;
+		}
+		snprintf(w->failure, sizeof(w->failure),
+			 "ioctl %#lx at %p x %lu: %s", req, addr, npages,
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Verify through the device: it reads device pages in place. */
+static int verify_device(struct worker *w, int r)
+{
+	unsigned long p;
+	int ret = dmirror(w, HMM_DMIRROR_READ, w->region[r].addr, NPAGES);
+
+	if (ret)
+		return ret < 0 ? -1 : 0;
+	for (p = 0; p < NPAGES; p++)
+		if (check_page(w, w->buf + p * PAGE / 8, r, p, "device read"))
+			return -1;
+	return 0;
+}
+
+/* Verify through the CPU: faults everything back to system memory. */
+static int verify_cpu(struct worker *w, int r)
+{
+	unsigned long p;
+
+	for (p = 0; p < NPAGES; p++)
+		if (check_page(w, (uint64_t *)(w->region[r].addr + p * PAGE),
+			       r, p, "cpu read"))
+			return -1;
+	return 0;
+}
+
+static void write_pages(struct worker *w, int r, unsigned long first,
+			unsigned long n)
+{
+	unsigned long p;
+
+	for (p = first; p < first + n; p++) {
+		w->region[r].gen[p]++;
+		if (!w->region[r].gen[p])
+			w->region[r].gen[p] = 1;
+		fill_page((uint64_t *)(w->region[r].addr + p * PAGE),
+			  pattern(w, r, p, w->region[r].gen[p]));
+	}
+}
+
+static char *map_thp(void)
+{
+	char *raw = mmap(NULL, 2 * THP, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *addr;
+
+	if (raw == MAP_FAILED)
+		return NULL;
+	addr = (char *)(((uintptr_t)raw + THP - 1) & ~(THP - 1));
+	if (addr > raw)
+		munmap(raw, addr - raw);
+	munmap(addr + THP, raw + THP - addr);
+	madvise(addr, THP, MADV_HUGEPAGE);
+	return addr;
+}
+
+/* A random sub-range [first, first + n) of a region, in pages. */
+static void subrange(struct worker *w, unsigned long *first, unsigned long *n)
+{
+	*first = rnd(w) % NPAGES;
+	*n = 1 + rnd(w) % (NPAGES - *first);
+}
+
+static int do_fork(struct worker *w, int r)
+{
+	unsigned long first, n;
+	pid_t pid;
+	int status;
+
+	subrange(w, &first, &n);
+	pid = fork();
+	if (pid < 0) {
+		w->soft_errors++;
+		return 0;
+	}
+	if (!pid) {
+		/* The child sees the parent's data, then writes its own. */
+		if (verify_cpu(w, r))
+			_exit(1);
+		write_pages(w, r, first, n);
+		_exit(verify_cpu(w, r) ? 1 : 0);
+	}
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		snprintf(w->failure, sizeof(w->failure),
+			 "fork child of region %d failed (status %#x)", r, status);
+		w->mismatches++;
+		return -1;
+	}
+	return 0;
+}
+
+static int one_op(struct worker *w)
+{
+	int r = rnd(w) % nr_regions;
+	struct region *rg = &w->region[r];
+	enum op op = rnd(w) % OP_NR;
+	unsigned long first, n, p;
+	uint64_t flags;
+	int ret = 0;
+
+	w->ops[op]++;
+	switch (op) {
+	case OP_TO_DEV:
+		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_DEV, rg->addr, NPAGES);
+		break;
+	case OP_READ_FAULT:
+		subrange(w, &first, &n);
+		for (p = first; p < first + n && !ret; p++)
+			ret = check_page(w, (uint64_t *)(rg->addr + p * PAGE),
+					 r, p, "read fault");
+		break;
+	case OP_WRITE_FAULT:
+		subrange(w, &first, &n);
+		write_pages(w, r, first, n);
+		break;
+	case OP_TO_SYS:
+		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_SYS, rg->addr, NPAGES);
+		break;
+	case OP_DEV_WRITE:
+		subrange(w, &first, &n);
+		for (p = first; p < first + n; p++) {
+			uint32_t gen = rg->gen[p] + 1 ? rg->gen[p] + 1 : 1;
+
+			fill_page(w->buf + (p - first) * PAGE / 8,
+				  pattern(w, r, p, gen));
+		}
+		ret = dmirror(w, HMM_DMIRROR_WRITE, rg->addr + first * PAGE, n);
+		if (!ret)
+			for (p = first; p < first + n; p++)
+				rg->gen[p] = rg->gen[p] + 1 ? rg->gen[p] + 1 : 1;
+		break;
+	case OP_MUNMAP_REMAP:
+		subrange(w, &first, &n);
+		if (munmap(rg->addr + first * PAGE, n * PAGE) ||
+		    mmap(rg->addr + first * PAGE, n * PAGE,
+			 PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+			    MAP_FAILED) {
+			snprintf(w->failure, sizeof(w->failure),
+				 "munmap/remap: %s", strerror(errno));
+			return -1;
+		}
+		memset(&rg->gen[first], 0, n * sizeof(rg->gen[0]));
+		break;
+	case OP_MPROTECT:
+		subrange(w, &first, &n);
+		if (mprotect(rg->addr + first * PAGE, n * PAGE, PROT_READ))
+			return -1;
+		for (p = first; p < first + n && !ret; p++)
+			ret = check_page(w, (uint64_t *)(rg->addr + p * PAGE),
+					 r, p, "read-only read");
+		if (mprotect(rg->addr + first * PAGE, n * PAGE,
+			     PROT_READ | PROT_WRITE))
+			return -1;
+		break;
+	case OP_DONTNEED:
+		subrange(w, &first, &n);
+		madvise(rg->addr + first * PAGE, n * PAGE, MADV_DONTNEED);
+		memset(&rg->gen[first], 0, n * sizeof(rg->gen[0]));
+		break;
+	case OP_FORK:
+		ret = do_fork(w, r);
+		break;
+	case OP_FAIL_ALLOC:
+		flags = HMM_DMIRROR_FLAG_FAIL_ALLOC;
+		ret = dmirror(w, HMM_DMIRROR_FLAGS, NULL, flags);
+		break;
+	case OP_NR:
+		break;
+	}
+	if (ret < 0)
+		return -1;
+	/* Every operation ends with a full check, mostly through the device. */
+	return rnd(w) % 4 ? verify_device(w, r) : verify_cpu(w, r);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	int r;
+
+	for (r = 0; r < nr_regions; r++) {
+		w->region[r].addr = map_thp();
+		if (!w->region[r].addr) {
+			snprintf(w->failure, sizeof(w->failure), "mmap failed");
+			return NULL;
+		}
+		write_pages(w, r, 0, NPAGES);
+	}
+	while (!stop && !w->failure[0])
+		if (one_op(w) && !w->failure[0])
+			snprintf(w->failure, sizeof(w->failure), "operation failed");
+	for (r = 0; r < nr_regions; r++)
+		if (!w->failure[0] && verify_cpu(w, r) == 0)
+			munmap(w->region[r].addr, THP);
+	return NULL;
+}
+
+static int read_stats(int fd, struct dmirror_thp_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->version = DMIRROR_THP_STATS_VERSION;
+	st->size = sizeof(*st);
+	return ioctl(fd, HMM_DMIRROR_STATS, st);
+}
+
+/*
+ * After the workers unmapped their regions, the device holds what it held
+ * before the run, and free + resident == capacity.
+ */
+static int pools_balanced(int fd, const struct dmirror_thp_stats *before,
+			  char *why, size_t len)
+{
+	struct dmirror_thp_stats st;
+	unsigned long long free;
+
+	if (read_stats(fd, &st)) {
+		snprintf(why, len, "HMM_DMIRROR_STATS: %s", strerror(errno));
+		return 0;
+	}
+	free = st.free_pages + st.free_folios * NPAGES;
+	snprintf(why, len,
+		 "resident %llu (before %llu), free %llu + resident = %llu, capacity %llu, evicted %llu",
+		 (unsigned long long)st.resident_pages,
+		 (unsigned long long)before->resident_pages, free,
+		 free + st.resident_pages,
+		 (unsigned long long)st.capacity_pages,
+		 (unsigned long long)st.evicted_pages);
+	return st.resident_pages == before->resident_pages &&
+	       free + st.resident_pages == st.capacity_pages;
+}
+
+static void usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s [-t threads] [-s seconds] [-S seed] [-r regions] [-d device]\n",
+		prog);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t total[OP_NR] = {}, bytes = 0, bad = 0, soft = 0;
+	struct dmirror_thp_stats before;
+	struct worker *workers;
+	int opt, i, j, fd, failed = 0;
+	char why[256];
+
+	seed = time(NULL);
+	while ((opt = getopt(argc, argv, "t:s:S:r:d:h")) != -1) {
+		switch (opt) {
+		case 't': nr_threads = atoi(optarg); break;
+		case 's': seconds = atoi(optarg); break;
+		case 'S': seed = strtoull(optarg, NULL, 0); break;
+		case 'r': nr_regions = atoi(optarg); break;
+		case 'd': device = optarg; break;
+		default: usage(argv[0]);
+		}
+	}
+	if (nr_threads < 1 || nr_threads > 64 || seconds < 1 ||
+	    nr_regions < 1 || nr_regions > MAX_REGIONS)
+		usage(argv[0]);
+
+	printf("TAP version 13\n1..%d\n", nr_threads + 1);
+	printf("# hmm-thp-stress: %d threads x %d regions, %d s, seed %#llx, %s\n",
+	       nr_threads, nr_regions, seconds, (unsigned long long)seed, device);
+	fflush(stdout);
+
+	fd = open(device, O_RDWR);
+	if (fd < 0 || read_stats(fd, &before)) {
+		printf("Bail out! %s: %s\n", device, strerror(errno));
+		return 1;
+	}
+	workers = calloc(nr_threads, sizeof(*workers));
+	if (!workers)
+		return 1;
+	for (i = 0; i < nr_threads; i++) {
+		struct worker *w = &workers[i];
+
+		w->id = i;
+		w->rng = seed * 0x9E3779B97F4A7C15ULL + i + 1;
+		w->fd = open(device, O_RDWR);
+		w->buf = mmap(NULL, THP, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (w->fd < 0 || w->buf == MAP_FAILED) {
+			printf("Bail out! %s: %s\n", device, strerror(errno));
+			return 1;
+		}
+		madvise(w->buf, THP, MADV_NOHUGEPAGE);
+		pthread_create(&w->thread, NULL, worker_main, w);
+	}
+	sleep(seconds);
+	stop = 1;
+	for (i = 0; i < nr_threads; i++) {
+		struct worker *w = &workers[i];
+		uint64_t n = 0;
+
+		pthread_join(w->thread, NULL);
+		for (j = 0; j < OP_NR; j++) {
+			total[j] += w->ops[j];
+			n += w->ops[j];
+		}
+		bytes += w->bytes_verified;
+		bad += w->mismatches;
+		soft += w->soft_errors;
+		if (w->failure[0]) {
+			failed++;
+			printf("not ok %d worker %d: %s\n", i + 1, i, w->failure);
+		} else {
+			printf("ok %d worker %d: %llu ops, %llu MiB verified\n",
+			       i + 1, i, (unsigned long long)n,
+			       (unsigned long long)(w->bytes_verified >> 20));
+		}
+		close(w->fd);
+	}
+	if (pools_balanced(fd, &before, why, sizeof(why))) {
+		printf("ok %d pools balanced: %s\n", nr_threads + 1, why);
+	} else {
+		failed++;
+		printf("not ok %d pools balanced: %s\n", nr_threads + 1, why);
+	}
+	close(fd);
+	for (j = 0; j < OP_NR; j++)
+		printf("# %-16s %llu\n", op_names[j], (unsigned long long)total[j]);
+	printf("# bytes verified %llu (%llu MiB), mismatches %llu, ENOMEM/EBUSY %llu, seed %#llx\n",
+	       (unsigned long long)bytes, (unsigned long long)(bytes >> 20),
+	       (unsigned long long)bad, (unsigned long long)soft,
+	       (unsigned long long)seed);
+	return failed ? 1 : 0;
+}
