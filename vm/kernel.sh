@@ -13,7 +13,8 @@ export CCACHE_COMPILERCHECK=content
 # Stable build strings: ccache hits across rebuilds and clean clones.
 export KBUILD_BUILD_TIMESTAMP="2026-01-01"
 export KBUILD_BUILD_USER=dmirror KBUILD_BUILD_HOST=bench
-KMAKE=(make -C "$KSRC" O="$KBUILD" "CC=ccache gcc" -j"$JOBS" -s)
+# One build at a time on this machine: helpers and CI share the lock.
+KMAKE=(flock "$CACHE/build.lock" make -C "$KSRC" O="$KBUILD" "CC=ccache gcc" -j"$JOBS" -s)
 
 frags="$TOP/vm/kernel.config"
 [ "$FLAVOR" = debug ] && frags="$frags $TOP/vm/kernel-debug.config"

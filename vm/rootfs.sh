@@ -41,7 +41,7 @@ cat > "$O/init" <<'INIT'
 # Debian guest init: mounts, the host folder, the module, then a login shell.
 mount -t proc proc /proc
 mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev
+mount -t devtmpfs dev /dev 2>/dev/null
 mount -t tmpfs tmp /tmp
 mount -t debugfs debugfs /sys/kernel/debug
 mkdir -p /host /dev/pts
