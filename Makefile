@@ -49,11 +49,15 @@ stock: kernel
 	@vm/initramfs.sh stock
 	@vm/run.sh stock
 
+BENCH_SIZES ?= 2,8,64,512
+BENCH_ITERS ?= 5
 bench: initramfs
-	@vm/run.sh bench
+	@MEM=$${MEM:-4G} APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS)" \
+		vm/run.sh bench || true
+	@vm/bench-report.sh
 
 stress: initramfs
-	@vm/run.sh stress
+	@APPEND="$${STRESS_SECONDS:+dm_STRESS_SECONDS=$$STRESS_SECONDS}" vm/run.sh stress
 
 shell: initramfs
 	@vm/run.sh --shell

@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Bisectability check of kernel-prereq-patches: apply the series one patch
+# at a time with git am in a scratch worktree of the pristine tree, and build
+# the kernel after each one (incremental, ccache, one build at a time under
+# the shared build lock).  Stops at the first patch that does not apply or
+# does not build.
+#
+# bisect-check.sh [FIRST [LAST]]   build after patches FIRST..LAST only
+#                                  (the earlier ones are applied unbuilt)
+# BISECT_TARGETS="mm/ fs/proc/"    make targets (default: bzImage modules)
+set -eu
+. "$(dirname "$0")/lib.sh"
+need git make gcc ccache flock
+
+PATCHES=$TOP/kernel-prereq-patches
+WT=$CACHE/bisect/linux
+B=$CACHE/build/bisect
+TARGETS=${BISECT_TARGETS:-bzImage modules}
+
+export CCACHE_DIR=$CACHE/ccache
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+export CCACHE_COMPILERCHECK=content
+# Hit the cache of the other build folders although the tree is elsewhere.
+export CCACHE_BASEDIR=$CACHE CCACHE_NOHASHDIR=1
+export KBUILD_BUILD_TIMESTAMP="2026-01-01"
+export KBUILD_BUILD_USER=dmirror KBUILD_BUILD_HOST=bench
+
+git -C "$KSRC" rev-parse -q --verify base >/dev/null ||
+	die "no pristine tree in $KSRC: run 'make tree' first"
+
+mapfile -t list < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series")
+n=${#list[@]}
+[ "$n" -gt 0 ] || die "the series is empty"
+first=${1:-1}
+last=${2:-$n}
+[ "$first" -ge 1 ] && [ "$last" -le "$n" ] && [ "$first" -le "$last" ] ||
+	die "bad range $first..$last (the series has $n patches)"
+
+# A fresh detached worktree at the pristine base; no branch is created.
+step "scratch worktree at base: $WT"
+git -C "$KSRC" worktree remove --force "$WT" 2>/dev/null || rm -rf "$WT"
+git -C "$KSRC" worktree prune
+mkdir -p "$(dirname "$WT")"
+git -C "$KSRC" worktree add -q --detach "$WT" base
+
+mkdir -p "$B"
+if [ ! -f "$B/.config" ]; then
+	[ -f "$CACHE/build/$FLAVOR/.config" ] ||
+		die "no kernel config in $CACHE/build/$FLAVOR: run 'make kernel' first"
+	cp "$CACHE/build/$FLAVOR/.config" "$B/.config"
+fi
+
+t0=$(now)
+for i in $(seq 1 "$last"); do
+	p=${list[$((i - 1))]}
+	[ -f "$PATCHES/$p" ] || die "series names $p, which does not exist"
+	git -C "$WT" -c user.name=dmirror-thp -c user.email=bench@localhost \
+		am -q "$PATCHES/$p" ||
+		die "patch $i/$n $p does not apply"
+	[ "$i" -lt "$first" ] && continue
+	t=$(now)
+	# shellcheck disable=SC2086
+	if ! flock "$CACHE/build.lock" make -C "$WT" O="$B" "CC=ccache gcc" \
+		-j"$JOBS" -s olddefconfig $TARGETS > "$B/build-$i.log" 2>&1; then
+		tail -n 40 "$B/build-$i.log" >&2
+		die "patch $i/$n $p does not build (log: $B/build-$i.log)"
+	fi
+	step "patch $i/$n builds ($(($(now) - t)) s): $p"
+done
+took "$t0" "bisect check of patches $first..$last"
