@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * dmirror-thp: a THP-aware HMM mirror test device.
+ *
+ * The ABI is a superset of the kernel's lib/test_hmm_uapi.h (6.12): the same
+ * command structure, the same ioctl numbers 0x00-0x07 with the same meaning,
+ * and the same device nodes (/dev/hmm_dmirror0 and /dev/hmm_dmirror1, both
+ * device-private), so the stock hmm-tests run against it unchanged.  On top
+ * of that it adds allocation-failure injection (0x08) and per-device
+ * statistics (0x40, 0x41).
+ *
+ * Common errnos for every command that takes a range (addr, npages):
+ *   EFAULT  the ioctl argument, or cmd.ptr, is not a valid user pointer
+ *   EINVAL  addr is not page aligned, npages is 0 or above
+ *           DMIRROR_THP_MAX_PAGES, or addr + npages * PAGE_SIZE overflows
+ *   ENOENT  the calling process has no mm (it is exiting)
+ *   EFAULT  part of the range is not mapped (READ, WRITE); SNAPSHOT
+ *           instead reports HMM_DMIRROR_PROT_ERROR for such pages, as
+ *           test_hmm does
+ *   EINVAL  part of the range is not mapped, or is not anonymous private
+ *           memory (MIGRATE_TO_DEV, EXCLUSIVE)
+ *   ENOMEM  the device or the system ran out of memory
+ *   EBUSY   the range could not be collected (pages pinned or locked)
+ */
+#ifndef _UAPI_DMIRROR_THP_H
+#define _UAPI_DMIRROR_THP_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+/**
+ * struct hmm_dmirror_cmd - argument of every test_hmm-compatible command
+ * @addr:   (in) user address the device reads, writes or migrates
+ * @ptr:    (in) user buffer that device data is copied to or from
+ * @npages: (in) number of pages; for HMM_DMIRROR_FLAGS, the flag word
+ * @cpages: (out) number of pages copied or migrated
+ * @faults: (out) number of device page faults seen
+ */
+struct hmm_dmirror_cmd {
+	__u64		addr;
+	__u64		ptr;
+	__u64		npages;
+	__u64		cpages;
+	__u64		faults;
+};
+
+/* Largest npages one command accepts (1 GiB of 4 KiB pages). */
+#define DMIRROR_THP_MAX_PAGES		(1ULL << 18)
+
+/*
+ * HMM_DMIRROR_READ: the device reads [addr, addr + npages pages) through its
+ * mirror page table, faulting it in with hmm_range_fault() where needed, and
+ * copies the bytes to @ptr.  Device-private pages of this device are read
+ * from device memory without migrating them.  cpages: pages copied.
+ *
+ * HMM_DMIRROR_WRITE: the reverse; the device writes @ptr into the range.
+ *
+ * HMM_DMIRROR_MIGRATE_TO_DEV: migrate the range to device memory.  Anonymous
+ * THPs move as one PMD-sized device folio; holes and the huge zero page
+ * become zeroed device folios.  Afterwards the device reads the range into
+ * @ptr, as test_hmm does: cpages counts the pages the device could read, not
+ * the pages that moved (use HMM_DMIRROR_STATS or SNAPSHOT for that).
+ *
+ * HMM_DMIRROR_MIGRATE_TO_SYS: migrate device pages of this device in the
+ * range back to system memory, as THPs where a PMD-order system folio can
+ * be had.  cpages: pages migrated.
+ *
+ * HMM_DMIRROR_SNAPSHOT: write one byte per page to @ptr, an HMM_DMIRROR_PROT_*
+ * value.  A device-private PMD mapping reports HMM_DMIRROR_PROT_PMD.
+ *
+ * HMM_DMIRROR_EXCLUSIVE / HMM_DMIRROR_CHECK_EXCLUSIVE: as in test_hmm.
+ *
+ * HMM_DMIRROR_RELEASE: evict every page of the device back to system memory.
+ * Only the struct is read; the range is ignored.
+ *
+ * HMM_DMIRROR_FLAGS: set the device's flags from @npages (HMM_DMIRROR_FLAG_*).
+ * EINVAL for an unknown bit.
+ */
+#define HMM_DMIRROR_READ		_IOWR('H', 0x00, struct hmm_dmirror_cmd)
+#define HMM_DMIRROR_WRITE		_IOWR('H', 0x01, struct hmm_dmirror_cmd)
+#define HMM_DMIRROR_MIGRATE_TO_DEV	_IOWR('H', 0x02, struct hmm_dmirror_cmd)
+#define HMM_DMIRROR_MIGRATE_TO_SYS	_IOWR('H', 0x03, struct hmm_dmirror_cmd)
+#define HMM_DMIRROR_SNAPSHOT		_IOWR('H', 0x04, struct hmm_dmirror_cmd)
+#define HMM_DMIRROR_EXCLUSIVE		_IOWR('H', 0x05, struct hmm_dmirror_cmd)
+#define HMM_DMIRROR_CHECK_EXCLUSIVE	_IOWR('H', 0x06, struct hmm_dmirror_cmd)
+#define HMM_DMIRROR_RELEASE		_IOWR('H', 0x07, struct hmm_dmirror_cmd)
+#define HMM_DMIRROR_FLAGS		_IOWR('H', 0x08, struct hmm_dmirror_cmd)
+
+/*
+ * HMM_DMIRROR_FLAG_FAIL_ALLOC: the next PMD-order allocation fails once, on
+ * whichever side comes first: the device folio on a migration to the device,
+ * or the system folio on a CPU fault or a migration to system memory.  The
+ * flag clears itself when it fires, and the migration takes the split path.
+ */
+#define HMM_DMIRROR_FLAG_FAIL_ALLOC	(1ULL << 0)
+#define HMM_DMIRROR_FLAGS_ALL		HMM_DMIRROR_FLAG_FAIL_ALLOC
+
+/*
+ * Values returned in hmm_dmirror_cmd.ptr for HMM_DMIRROR_SNAPSHOT.
+ * HMM_DMIRROR_PROT_ERROR: no valid mirror PTE for this page
+ * HMM_DMIRROR_PROT_NONE: unpopulated PTE or PTE with no access
+ * HMM_DMIRROR_PROT_READ: read-only PTE
+ * HMM_DMIRROR_PROT_WRITE: read/write PTE
+ * HMM_DMIRROR_PROT_PMD: PMD sized page is fully mapped by same permissions
+ * HMM_DMIRROR_PROT_PUD: PUD sized page is fully mapped by same permissions
+ * HMM_DMIRROR_PROT_ZERO: special read-only zero page
+ * HMM_DMIRROR_PROT_DEV_PRIVATE_LOCAL: device private page on this device
+ * HMM_DMIRROR_PROT_DEV_PRIVATE_REMOTE: device private page on another device
+ * HMM_DMIRROR_PROT_DEV_COHERENT_*: device coherent page (not produced here)
+ */
+enum {
+	HMM_DMIRROR_PROT_ERROR			= 0xFF,
+	HMM_DMIRROR_PROT_NONE			= 0x00,
+	HMM_DMIRROR_PROT_READ			= 0x01,
+	HMM_DMIRROR_PROT_WRITE			= 0x02,
+	HMM_DMIRROR_PROT_PMD			= 0x04,
+	HMM_DMIRROR_PROT_PUD			= 0x08,
+	HMM_DMIRROR_PROT_ZERO			= 0x10,
+	HMM_DMIRROR_PROT_DEV_PRIVATE_LOCAL	= 0x20,
+	HMM_DMIRROR_PROT_DEV_PRIVATE_REMOTE	= 0x30,
+	HMM_DMIRROR_PROT_DEV_COHERENT_LOCAL	= 0x40,
+	HMM_DMIRROR_PROT_DEV_COHERENT_REMOTE	= 0x50,
+};
+
+enum {
+	/* 0 is reserved to catch uninitialized type fields */
+	HMM_DMIRROR_MEMORY_DEVICE_PRIVATE = 1,
+	HMM_DMIRROR_MEMORY_DEVICE_COHERENT,
+};
+
+#define DMIRROR_THP_STATS_VERSION	1
+
+/**
+ * struct dmirror_thp_stats - per-device counters (HMM_DMIRROR_STATS)
+ * @version:           (in) DMIRROR_THP_STATS_VERSION; (out) the version filled
+ * @size:              (in) sizeof(struct dmirror_thp_stats) of the caller
+ * @thp_to_dev:        PMD-sized folios migrated to the device
+ * @base_to_dev:       base pages migrated to the device
+ * @thp_to_sys:        PMD-sized folios migrated to system memory (any path)
+ * @base_to_sys:       base pages migrated to system memory (any path)
+ * @split_migrate:     folios split during a migration (src/dst disagree)
+ * @split_fault:       CPU faults that brought a device THP back as base pages
+ * @split_callback:    folio_split callbacks seen (one per split folio)
+ * @alloc_fail_inject: large allocations failed by HMM_DMIRROR_FLAG_FAIL_ALLOC
+ * @alloc_fail_real:   large allocations that really failed
+ * @cpu_faults:        migrate_to_ram calls (CPU faults on device pages)
+ * @evicted_pages:     pages moved back by RELEASE or device removal
+ * @capacity_pages:    device memory added so far, in pages (gauge)
+ * @free_folios:       PMD-sized folios in the free folio pool (gauge)
+ * @free_pages:        base pages in the free page pool (gauge)
+ * @resident_pages:    device pages in use (gauge)
+ *
+ * Event counters count since load or the last HMM_DMIRROR_STATS_RESET;
+ * gauges are not reset.  At rest the pools balance:
+ * free_pages + free_folios * 512 + resident_pages == capacity_pages.
+ */
+struct dmirror_thp_stats {
+	__u32		version;
+	__u32		size;
+	__u64		thp_to_dev;
+	__u64		base_to_dev;
+	__u64		thp_to_sys;
+	__u64		base_to_sys;
+	__u64		split_migrate;
+	__u64		split_fault;
+	__u64		split_callback;
+	__u64		alloc_fail_inject;
+	__u64		alloc_fail_real;
+	__u64		cpu_faults;
+	__u64		evicted_pages;
+	__u64		capacity_pages;
+	__u64		free_folios;
+	__u64		free_pages;
+	__u64		resident_pages;
+};
+
+/*
+ * HMM_DMIRROR_STATS: read this device's counters.  EINVAL if @version is not
+ * DMIRROR_THP_STATS_VERSION or @size is smaller than version 1's struct.
+ * HMM_DMIRROR_STATS_RESET: zero the event counters.
+ */
+#define HMM_DMIRROR_STATS		_IOWR('H', 0x40, struct dmirror_thp_stats)
+#define HMM_DMIRROR_STATS_RESET		_IO('H', 0x41)
+
+#endif /* _UAPI_DMIRROR_THP_H */
