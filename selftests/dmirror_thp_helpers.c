@@ -1,0 +1,526 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmirror-thp selftests: shared helpers (see dmirror_thp_helpers.h).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dmirror_thp_helpers.h"
+
+#define ALIGN_UP(x, a)	(((x) + (a) - 1) & ~((a) - 1))
+
+int dm_open(int dev)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/hmm_dmirror%d", dev);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+bool dm_devices_present(void)
+{
+	return access("/dev/hmm_dmirror0", F_OK) == 0 &&
+	       access("/dev/hmm_dmirror1", F_OK) == 0;
+}
+
+int dm_cmd(int fd, unsigned long request, uint64_t addr, uint64_t ptr,
+	   uint64_t npages, struct hmm_dmirror_cmd *out)
+{
+	struct hmm_dmirror_cmd cmd;
+	int ret;
+
+	do {
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.addr = addr;
+		cmd.ptr = ptr;
+		cmd.npages = npages;
+		ret = ioctl(fd, request, &cmd);
+	} while (ret < 0 && errno == EINTR);
+	if (ret < 0)
+		return -errno;
+	if (out)
+		*out = cmd;
+	return 0;
+}
+
+int dm_to_dev(int fd, void *addr, size_t npages, void *mirror,
+	      struct hmm_dmirror_cmd *out)
+{
+	return dm_cmd(fd, HMM_DMIRROR_MIGRATE_TO_DEV, (uintptr_t)addr,
+		      (uintptr_t)mirror, npages, out);
+}
+
+int dm_to_sys(int fd, void *addr, size_t npages, struct hmm_dmirror_cmd *out)
+{
+	return dm_cmd(fd, HMM_DMIRROR_MIGRATE_TO_SYS, (uintptr_t)addr, 0,
+		      npages, out);
+}
+
+int dm_read(int fd, void *addr, size_t npages, void *mirror,
+	    struct hmm_dmirror_cmd *out)
+{
+	return dm_cmd(fd, HMM_DMIRROR_READ, (uintptr_t)addr,
+		      (uintptr_t)mirror, npages, out);
+}
+
+int dm_write(int fd, void *addr, size_t npages, void *mirror,
+	     struct hmm_dmirror_cmd *out)
+{
+	return dm_cmd(fd, HMM_DMIRROR_WRITE, (uintptr_t)addr,
+		      (uintptr_t)mirror, npages, out);
+}
+
+int dm_release(int fd)
+{
+	return dm_cmd(fd, HMM_DMIRROR_RELEASE, 0, 0, 0, NULL);
+}
+
+int dm_set_flags(int fd, uint64_t flags)
+{
+	return dm_cmd(fd, HMM_DMIRROR_FLAGS, 0, 0, flags, NULL);
+}
+
+int dm_stats(int fd, struct dmirror_thp_stats *st)
+{
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	st->version = DMIRROR_THP_STATS_VERSION;
+	st->size = sizeof(*st);
+	do {
+		ret = ioctl(fd, HMM_DMIRROR_STATS, st);
+	} while (ret < 0 && errno == EINTR);
+	return ret < 0 ? -errno : 0;
+}
+
+int dm_stats_reset(int fd)
+{
+	int ret;
+
+	do {
+		ret = ioctl(fd, HMM_DMIRROR_STATS_RESET);
+	} while (ret < 0 && errno == EINTR);
+	return ret < 0 ? -errno : 0;
+}
+
+bool dm_pool_balanced(const struct dmirror_thp_stats *st)
+{
+	return st->free_pages + st->free_folios * DM_THP_PAGES +
+	       st->resident_pages == st->capacity_pages;
+}
+
+void dm_stats_print(const char *tag, const struct dmirror_thp_stats *st)
+{
+	fprintf(stderr,
+		"# %s: thp_to_dev %llu base_to_dev %llu thp_to_sys %llu base_to_sys %llu "
+		"split_migrate %llu split_fault %llu split_callback %llu "
+		"inject %llu real %llu cpu_faults %llu evicted %llu | "
+		"capacity %llu free_folios %llu free_pages %llu resident %llu\n",
+		tag, (unsigned long long)st->thp_to_dev,
+		(unsigned long long)st->base_to_dev,
+		(unsigned long long)st->thp_to_sys,
+		(unsigned long long)st->base_to_sys,
+		(unsigned long long)st->split_migrate,
+		(unsigned long long)st->split_fault,
+		(unsigned long long)st->split_callback,
+		(unsigned long long)st->alloc_fail_inject,
+		(unsigned long long)st->alloc_fail_real,
+		(unsigned long long)st->cpu_faults,
+		(unsigned long long)st->evicted_pages,
+		(unsigned long long)st->capacity_pages,
+		(unsigned long long)st->free_folios,
+		(unsigned long long)st->free_pages,
+		(unsigned long long)st->resident_pages);
+}
+
+long dm_snap_count(int fd, void *addr, size_t npages, uint8_t mask,
+		   uint8_t want)
+{
+	unsigned char *snap;
+	long n = 0;
+	size_t i;
+	int ret;
+
+	snap = malloc(npages);
+	if (!snap)
+		return -ENOMEM;
+	memset(snap, 0xEE, npages);	/* no valid value, so a stale byte shows */
+	ret = dm_cmd(fd, HMM_DMIRROR_SNAPSHOT, (uintptr_t)addr,
+		     (uintptr_t)snap, npages, NULL);
+	if (ret) {
+		free(snap);
+		return ret;
+	}
+	for (i = 0; i < npages; i++)
+		if (snap[i] != HMM_DMIRROR_PROT_ERROR && (snap[i] & mask) == want)
+			n++;
+	free(snap);
+	return n;
+}
+
+long dm_snap_local(int fd, void *addr, size_t npages)
+{
+	return dm_snap_count(fd, addr, npages, DM_SNAP_TYPE_MASK,
+			     DM_SNAP_DEV_LOCAL);
+}
+
+long dm_snap_local_pmd(int fd, void *addr, size_t npages)
+{
+	return dm_snap_count(fd, addr, npages, DM_SNAP_TYPE_MASK | DM_SNAP_PMD,
+			     DM_SNAP_DEV_LOCAL | DM_SNAP_PMD);
+}
+
+long dm_snap_local_write(int fd, void *addr, size_t npages)
+{
+	return dm_snap_count(fd, addr, npages,
+			     DM_SNAP_TYPE_MASK | DM_SNAP_WRITE,
+			     DM_SNAP_DEV_LOCAL | DM_SNAP_WRITE);
+}
+
+bool pm_enabled(void)
+{
+	const char *e = getenv("DMIRROR_THP_NO_PAGEMAP");
+
+	return !(e && *e && *e != '0');
+}
+
+bool pm_pmd_enabled(void)
+{
+	const char *e = getenv("DMIRROR_THP_PAGEMAP_PMD");
+
+	return pm_enabled() && e && *e && *e != '0';
+}
+
+long pm_count(void *addr, size_t npages, uint64_t mask, uint64_t want)
+{
+	uint64_t *ent;
+	long n = 0;
+	size_t i;
+	ssize_t r;
+	int fd;
+
+	if (!pm_enabled())
+		return -ENOSYS;
+	ent = malloc(npages * sizeof(*ent));
+	if (!ent)
+		return -ENOMEM;
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(ent);
+		return -errno;
+	}
+	r = pread(fd, ent, npages * sizeof(*ent),
+		  ((uintptr_t)addr / DM_PAGE_SIZE) * sizeof(*ent));
+	close(fd);
+	if (r != (ssize_t)(npages * sizeof(*ent))) {
+		free(ent);
+		return r < 0 ? -errno : -EIO;
+	}
+	for (i = 0; i < npages; i++)
+		if ((ent[i] & mask) == want)
+			n++;
+	free(ent);
+	return n;
+}
+
+long pm_count_dev(void *addr, size_t npages)
+{
+	return pm_count(addr, npages, PM_SWAP | PM_PRESENT, PM_SWAP);
+}
+
+long pm_count_present(void *addr, size_t npages)
+{
+	return pm_count(addr, npages, PM_PRESENT, PM_PRESENT);
+}
+
+long smaps_anon_huge_kb(void *addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	char line[512];
+	bool in = false;
+	long kb = -ENOENT;
+	FILE *f;
+
+	f = fopen("/proc/self/smaps", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start, end;
+		long v;
+
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			in = a >= start && a < end;
+			continue;
+		}
+		if (in && sscanf(line, "AnonHugePages: %ld kB", &v) == 1) {
+			kb = v;
+			break;
+		}
+	}
+	fclose(f);
+	return kb;
+}
+
+bool dm_is_sys_thp(void *addr, size_t nthp)
+{
+	long kb = smaps_anon_huge_kb(addr);
+	long present;
+
+	if (kb < (long)(nthp * DM_THP_SIZE / DM_ONEKB))
+		return false;
+	present = pm_count_present(addr, nthp * DM_THP_PAGES);
+	/* Without pagemap, smaps alone (it also counts device PMDs). */
+	return present == -ENOSYS || present == (long)(nthp * DM_THP_PAGES);
+}
+
+long vmstat_get(const char *name)
+{
+	char key[128];
+	long v, ret = -1;
+	FILE *f;
+
+	f = fopen("/proc/vmstat", "re");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%127s %ld", key, &v) == 2) {
+		if (!strcmp(key, name)) {
+			ret = v;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+bool thp_available(void)
+{
+	char buf[128] = "";
+	FILE *f;
+
+	f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+	if (!f)
+		return false;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return buf[0] && !strstr(buf, "[never]");
+}
+
+void *dm_reserve_aligned(size_t size, void **res, size_t *res_len)
+{
+	size_t len = size + 2 * DM_THP_SIZE;
+	void *r;
+
+	r = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	if (r == MAP_FAILED)
+		return NULL;
+	*res = r;
+	*res_len = len;
+	/* At least one guard page below, and size + a guard above. */
+	return (void *)ALIGN_UP((uintptr_t)r + DM_PAGE_SIZE, DM_THP_SIZE);
+}
+
+int dm_buf_alloc(struct dm_buf *b, size_t size, int prot, enum dm_thp_mode thp)
+{
+	void *p;
+
+	memset(b, 0, sizeof(*b));
+	p = dm_reserve_aligned(size, &b->res, &b->res_len);
+	if (!p)
+		return -ENOMEM;
+	b->ptr = mmap(p, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		      -1, 0);
+	if (b->ptr == MAP_FAILED) {
+		b->ptr = NULL;
+		dm_buf_free(b);
+		return -ENOMEM;
+	}
+	b->size = size;
+	if (thp == DM_THP_ON && madvise(b->ptr, size, MADV_HUGEPAGE)) {
+		dm_buf_free(b);
+		return -errno;
+	}
+	if (thp == DM_THP_OFF && madvise(b->ptr, size, MADV_NOHUGEPAGE)) {
+		dm_buf_free(b);
+		return -errno;
+	}
+	b->mirror = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b->mirror == MAP_FAILED) {
+		b->mirror = NULL;
+		dm_buf_free(b);
+		return -ENOMEM;
+	}
+	/* 0xA5 is neither the pattern nor zero: an unwritten mirror shows. */
+	memset(b->mirror, 0xA5, size);
+	return 0;
+}
+
+void dm_buf_free(struct dm_buf *b)
+{
+	if (b->res)
+		munmap(b->res, b->res_len);
+	if (b->mirror)
+		munmap(b->mirror, b->size);
+	memset(b, 0, sizeof(*b));
+}
+
+static inline uint64_t dm_word(uint32_t seed, size_t idx)
+{
+	return ((uint64_t)seed << 32) | (uint32_t)idx;
+}
+
+void dm_fill_at(void *p, size_t off, size_t size, uint32_t seed)
+{
+	uint64_t *w = p;
+	size_t i, first = off / 8;
+
+	for (i = 0; i < size / 8; i++)
+		w[i] = dm_word(seed, first + i);
+}
+
+void dm_fill(void *p, size_t size, uint32_t seed)
+{
+	dm_fill_at(p, 0, size, seed);
+}
+
+long dm_verify_at(const void *p, size_t off, size_t size, uint32_t seed)
+{
+	const uint64_t *w = p;
+	size_t i, first = off / 8;
+
+	for (i = 0; i < size / 8; i++)
+		if (w[i] != dm_word(seed, first + i))
+			return (long)(i * 8);
+	return -1;
+}
+
+long dm_verify(const void *p, size_t size, uint32_t seed)
+{
+	return dm_verify_at(p, 0, size, seed);
+}
+
+long dm_verify_zero(const void *p, size_t size)
+{
+	const uint64_t *w = p;
+	size_t i;
+
+	for (i = 0; i < size / 8; i++)
+		if (w[i])
+			return (long)(i * 8);
+	return -1;
+}
+
+uint64_t dm_touch_read(const void *p, size_t size, size_t stride)
+{
+	const volatile uint64_t *w;
+	uint64_t sum = 0;
+	size_t off;
+
+	for (off = 0; off < size; off += stride) {
+		w = (const volatile uint64_t *)((const char *)p + off);
+		sum += *w;
+	}
+	return sum;
+}
+
+int dm_run(const char *cmd)
+{
+	int st = system(cmd);
+
+	if (st == -1 || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+bool dm_wait_devices(int seconds)
+{
+	int i;
+
+	for (i = 0; i < seconds * 10; i++) {
+		if (dm_devices_present())
+			return true;
+		usleep(100000);
+	}
+	return dm_devices_present();
+}
+
+bool dm_ensure_module(void)
+{
+	if (dm_devices_present())
+		return true;
+	dm_run("insmod " DM_MODULE_PATH " >/dev/null 2>&1");
+	return dm_wait_devices(5);
+}
+
+static long dm_read_long(const char *path)
+{
+	long v = -1;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static bool dm_write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "we");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fprintf(f, "%ld\n", v) > 0;
+	return fclose(f) == 0 && ok;
+}
+
+#define HP2M "/sys/kernel/mm/hugepages/hugepages-2048kB/"
+
+bool dm_hugetlb_reserve(long *old)
+{
+	long nr = dm_read_long(HP2M "nr_hugepages");
+	long free_hp = dm_read_long(HP2M "free_hugepages");
+
+	*old = -1;
+	if (nr < 0 || free_hp < 0)
+		return false;
+	if (free_hp >= 1)
+		return true;
+	*old = nr;
+	if (!dm_write_long(HP2M "nr_hugepages", nr + 1))
+		return false;
+	return dm_read_long(HP2M "free_hugepages") >= 1;
+}
+
+void dm_hugetlb_restore(long old)
+{
+	if (old >= 0)
+		dm_write_long(HP2M "nr_hugepages", old);
+}
+
+double dm_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dmirror-thp selftests: helpers shared by the test binaries and the
+ * benchmark.  Nothing here uses the kselftest harness: every helper returns
+ * a value (0 or -errno, a count, a bool) and the tests assert on it, so a
+ * failure is reported at the line of the test that made the claim.
+ *
+ * Residency has three independent witnesses, and the tests use all three:
+ *   - the device's counters (HMM_DMIRROR_STATS): what the driver did;
+ *   - SNAPSHOT: what the device's mirror sees (LOCAL, PMD, WRITE bits);
+ *   - /proc/self/pagemap and smaps: what the CPU page tables hold
+ *     (PM_SWAP && !PM_PRESENT for a device-private entry; AnonHugePages).
+ * Note that smaps counts a device-private PMD in AnonHugePages too, so
+ * "the range is a system THP" is AnonHugePages AND every page PM_PRESENT.
+ */
+#ifndef DMIRROR_THP_HELPERS_H
+#define DMIRROR_THP_HELPERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dmirror_thp_uapi.h"
+
+#define DM_PAGE_SIZE	4096UL
+#define DM_THP_SIZE	(2UL << 20)
+#define DM_THP_PAGES	(DM_THP_SIZE / DM_PAGE_SIZE)	/* 512 */
+#define DM_ONEKB	1024UL
+#define DM_ONEMB	(1UL << 20)
+#define DM_NDEVICES	2
+#define DM_MODULE_PATH	"/lib/modules/dmirror-thp.ko"
+#define DM_MODULE_NAME	"dmirror_thp"
+
+/* SNAPSHOT bytes: the memory type sits in bits 4-7, permissions below. */
+#define DM_SNAP_TYPE_MASK	0xF0
+#define DM_SNAP_DEV_LOCAL	HMM_DMIRROR_PROT_DEV_PRIVATE_LOCAL
+#define DM_SNAP_PMD		HMM_DMIRROR_PROT_PMD
+#define DM_SNAP_WRITE		HMM_DMIRROR_PROT_WRITE
+
+/* /proc/self/pagemap bits (Documentation/admin-guide/mm/pagemap.rst) */
+#define PM_PRESENT		(1ULL << 63)
+#define PM_SWAP			(1ULL << 62)
+#define PM_FILE			(1ULL << 61)
+#define PM_MMAP_EXCLUSIVE	(1ULL << 56)
+
+/* ---- device and ioctls ---- */
+
+/* Open /dev/hmm_dmirror<dev>; returns the fd or -errno. */
+int dm_open(int dev);
+/* true if both device nodes exist (the module is loaded) */
+bool dm_devices_present(void);
+
+/*
+ * Issue a range command.  Retries on EINTR.  Returns 0 or -errno; the
+ * command as the kernel returned it goes to *out when out is not NULL.
+ */
+int dm_cmd(int fd, unsigned long request, uint64_t addr, uint64_t ptr,
+	   uint64_t npages, struct hmm_dmirror_cmd *out);
+int dm_to_dev(int fd, void *addr, size_t npages, void *mirror,
+	      struct hmm_dmirror_cmd *out);
+int dm_to_sys(int fd, void *addr, size_t npages, struct hmm_dmirror_cmd *out);
+int dm_read(int fd, void *addr, size_t npages, void *mirror,
+	    struct hmm_dmirror_cmd *out);
+int dm_write(int fd, void *addr, size_t npages, void *mirror,
+	     struct hmm_dmirror_cmd *out);
+int dm_release(int fd);
+int dm_set_flags(int fd, uint64_t flags);
+
+int dm_stats(int fd, struct dmirror_thp_stats *st);
+int dm_stats_reset(int fd);
+/* free_pages + free_folios * 512 + resident_pages == capacity_pages */
+bool dm_pool_balanced(const struct dmirror_thp_stats *st);
+void dm_stats_print(const char *tag, const struct dmirror_thp_stats *st);
+
+/*
+ * SNAPSHOT [addr, addr + npages) and count the pages whose byte v has
+ * (v & mask) == want.  Returns the count or -errno.
+ */
+long dm_snap_count(int fd, void *addr, size_t npages, uint8_t mask,
+		   uint8_t want);
+/* pages mirrored as device-private pages of this device */
+long dm_snap_local(int fd, void *addr, size_t npages);
+/* pages mirrored as local device pages inside a device PMD */
+long dm_snap_local_pmd(int fd, void *addr, size_t npages);
+/* local device pages the device may write */
+long dm_snap_local_write(int fd, void *addr, size_t npages);
+
+/* ---- CPU page tables ---- */
+
+/*
+ * Count the pages of [addr, addr + npages) whose pagemap entry has
+ * (e & mask) == want.  Returns the count or -errno.
+ */
+long pm_count(void *addr, size_t npages, uint64_t mask, uint64_t want);
+/* PM_SWAP set and PM_PRESENT clear: not in system memory */
+long pm_count_dev(void *addr, size_t npages);
+long pm_count_present(void *addr, size_t npages);
+/* set DMIRROR_THP_NO_PAGEMAP=1 to skip pagemap proofs (pm_* return -ENOSYS) */
+bool pm_enabled(void);
+/*
+ * Reading pagemap over a device-private PMD: stock 6.12 has
+ * VM_BUG_ON(!is_pmd_migration_entry(pmd)) in pagemap_pmd_range(), fatal with
+ * CONFIG_DEBUG_VM=y (the guest config) unless the prereq series teaches it
+ * device-private PMDs.  So these proofs are opt-in:
+ * DMIRROR_THP_PAGEMAP_PMD=1.  PTE-level and system-side pagemap proofs are
+ * always on.
+ */
+bool pm_pmd_enabled(void);
+
+/* AnonHugePages of the vma that contains addr, in kB, or -errno. */
+long smaps_anon_huge_kb(void *addr);
+/*
+ * The nthp THPs at addr are system THPs: every page present and the vma
+ * holds at least nthp * 2 MB of AnonHugePages.
+ */
+bool dm_is_sys_thp(void *addr, size_t nthp);
+
+/* A /proc/vmstat counter, or -1 if the kernel has none by that name. */
+long vmstat_get(const char *name);
+/* /sys/kernel/mm/transparent_hugepage/enabled is not [never] */
+bool thp_available(void);
+
+/* ---- buffers ---- */
+
+/*
+ * A 2 MB-aligned private anonymous buffer in its own vma: a PROT_NONE
+ * reservation of size + 4 MB with the buffer mapped MAP_FIXED inside it,
+ * so the buffer never merges with a neighbour and smaps of its vma is
+ * about it alone.  mirror is a separate buffer of the same size for the
+ * device's copies (never inside the migrated range).
+ */
+struct dm_buf {
+	void	*res;
+	size_t	res_len;
+	char	*ptr;
+	size_t	size;
+	char	*mirror;
+};
+
+enum dm_thp_mode { DM_THP_NONE, DM_THP_ON, DM_THP_OFF };
+
+int dm_buf_alloc(struct dm_buf *b, size_t size, int prot, enum dm_thp_mode thp);
+void dm_buf_free(struct dm_buf *b);
+static inline size_t dm_npages(size_t size) { return size / DM_PAGE_SIZE; }
+
+/* A 2 MB-aligned PROT_NONE reservation to mremap into; res_len bytes. */
+void *dm_reserve_aligned(size_t size, void **res, size_t *res_len);
+
+/* ---- data ---- */
+
+/* 64-bit words: (seed << 32) | word index from the start of the buffer */
+void dm_fill(void *p, size_t size, uint32_t seed);
+/* offset in bytes of the first mismatch, or -1 */
+long dm_verify(const void *p, size_t size, uint32_t seed);
+/* the same, starting at byte offset off of a buffer filled from 0 */
+long dm_verify_at(const void *p, size_t off, size_t size, uint32_t seed);
+void dm_fill_at(void *p, size_t off, size_t size, uint32_t seed);
+/* offset of the first non-zero byte, or -1 */
+long dm_verify_zero(const void *p, size_t size);
+/* one read per page, so each page faults (returns a checksum) */
+uint64_t dm_touch_read(const void *p, size_t size, size_t stride);
+
+/* ---- module control (guest only) ---- */
+int dm_run(const char *cmd);	/* system(); exit status or -1 */
+bool dm_wait_devices(int seconds);
+/* reload the module if the device nodes are gone; true if present after */
+bool dm_ensure_module(void);
+
+/* ---- hugetlb ---- */
+/* make sure one free 2 MB huge page exists; old nr in *old, -1 if untouched */
+bool dm_hugetlb_reserve(long *old);
+void dm_hugetlb_restore(long old);
+
+double dm_now(void);	/* CLOCK_MONOTONIC seconds */
+
+#endif /* DMIRROR_THP_HELPERS_H */
