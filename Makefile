@@ -41,7 +41,8 @@ initramfs: module tests
 
 # The README's test command.
 check: initramfs
-	@vm/run.sh $(PLAN)
+	@APPEND="$(if $(SUITE),dm_SUITE=$(SUITE)) $(if $(ARGS),dm_ARGS=$(ARGS))" \
+		vm/run.sh $(PLAN)
 
 # The stock regression baseline alone: the tree's test_hmm.ko + hmm-tests.
 stock: kernel

@@ -296,7 +296,12 @@ TEST_F(mprot, mprotect_device_thp)
 	} else {
 		ASSERT_EQ(0, st.thp_to_sys);
 		ASSERT_EQ(DM_THP_PAGES, st.base_to_sys);
-		ASSERT_EQ(DM_THP_PAGES, st.cpu_faults);
+		/*
+		 * The PTE-mapped device folio comes back page by page; how many
+		 * pages one fault takes along is the driver's choice.
+		 */
+		ASSERT_GE(st.cpu_faults, 1);
+		ASSERT_LE(st.cpu_faults, DM_THP_PAGES);
 	}
 	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
 	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
@@ -473,8 +478,16 @@ TEST_F(dontneed, dontneed_device_thp)
 		}
 	}
 	DM_STATS(&self->c, 0, st);
-	/* Zeroes come from the zero page, not from the device. */
-	ASSERT_EQ(dm_npages(DM_THP_SIZE - len), st.cpu_faults);
+	/*
+	 * Zeroes come from the zero page, not from the device; the rest comes
+	 * back as base pages, as many per fault as the driver takes.
+	 */
+	if (len < DM_THP_SIZE) {
+		ASSERT_GE(st.cpu_faults, 1);
+		ASSERT_LE(st.cpu_faults, dm_npages(DM_THP_SIZE - len));
+	} else {
+		ASSERT_EQ(0, st.cpu_faults);
+	}
 	ASSERT_EQ(0, st.thp_to_sys);
 	ASSERT_EQ(dm_npages(DM_THP_SIZE - len), st.base_to_sys);
 	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
