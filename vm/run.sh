@@ -70,11 +70,11 @@ if [ "$PLAN" = --shell ]; then
 		qemu_cmd "$accel" --no-initrd
 		"${QEMU[@]}" -serial mon:stdio -serial null "${share[@]}" \
 			-virtfs local,path="$rootfs",mount_tag=rootfs,security_model=passthrough,id=rootfs \
-			-append "console=ttyS0 panic=-1 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 rw init=/opt/dmirror-thp/init"
+			-append "console=ttyS0 panic=-1 tsc=reliable root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 rw init=/opt/dmirror-thp/init"
 	else
 		qemu_cmd "$accel"
 		"${QEMU[@]}" -serial mon:stdio -serial null "${share[@]}" \
-			-append "console=ttyS0 panic=-1 plan=shell"
+			-append "console=ttyS0 panic=-1 tsc=reliable plan=shell"
 	fi
 	exit 0
 fi
@@ -89,7 +89,7 @@ rc=0
 qemu_cmd "$accel"
 timeout -s KILL "$TIMEOUT" "${QEMU[@]}" \
 	-serial file:"$RUN/console.log" -serial file:"$RUN/results.log" \
-	-append "console=ttyS0 panic=-1 plan=$PLAN ${APPEND:-}" \
+	-append "console=ttyS0 panic=-1 tsc=reliable plan=$PLAN ${APPEND:-}" \
 	> "$RUN/qemu.log" 2>&1 || rc=$?
 took "$t" "guest run (qemu exit $rc)"
 
