@@ -17,7 +17,7 @@ PLAN ?= check
 export FLAVOR
 
 .PHONY: all deps tree kernel module tests initramfs check stock bench \
-	stress shell negative bisect-check callers checkpatch clean
+	stress shell negative bisect-check callers checkpatch module-check clean
 
 all: initramfs
 
@@ -81,6 +81,10 @@ callers: tree
 
 checkpatch: tree
 	@vm/checkpatch.sh
+
+# dmirror-thp.ko with W=1 and sparse (C=1): must print no warning.
+module-check: kernel
+	@W=1 C=1 vm/module.sh
 
 clean:
 	rm -rf selftests/out

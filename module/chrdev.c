@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmirror-thp: a THP-aware HMM mirror test device (module, devices, ioctls).
+ *
+ * A software stand-in for a GPU driver's device-memory manager.  It creates
+ * /dev/hmm_dmirror0 and /dev/hmm_dmirror1 (device-private, mode 0600
+ * root:root), speaks a superset of the 6.12 lib/test_hmm ABI (see
+ * dmirror_thp_uapi.h) and migrates anonymous THPs to and from device memory
+ * as whole PMD-sized folios.
+ *
+ * Files: this one (module, devices, ioctl validation and dispatch), devmem.c
+ * (pools, backing store), mirror.c (device page table, READ, WRITE,
+ * EXCLUSIVE), snapshot.c (SNAPSHOT), migrate.c (migration ioctls), fault.c
+ * (CPU faults) and evict.c (split callback, eviction).
+ *
+ * Locking: an open file is bound to the opener's mm, and every command that
+ * takes a range runs only in that mm; a command holds no lock of this file
+ * across the call into its handler.  The device structure lives as long as
+ * its struct device: an open file pins it through the cdev.  The flag word
+ * and the counters are atomic.
+ */
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/overflow.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "dmirror.h"
+
+static unsigned int max_mb = 1024;
+module_param(max_mb, uint, 0444);
+MODULE_PARM_DESC(max_mb,
+		 "Device memory per device in MiB, a multiple of the 256 MiB chunk (default 1024)");
+
+static dev_t dmirror_dev;
+static struct dmirror_device *dmirror_devices[DMIRROR_NDEVICES];
+
+static int dmirror_fops_open(struct inode *inode, struct file *filp)
+{
+	struct dmirror_device *mdevice =
+		container_of(inode->i_cdev, struct dmirror_device, cdevice);
+	struct dmirror *dmirror;
+	int ret;
+
+	if (!current->mm)
+		return -ENOENT;
+	dmirror = kzalloc(sizeof(*dmirror), GFP_KERNEL);
+	if (!dmirror)
+		return -ENOMEM;
+	dmirror->mdevice = mdevice;
+	mutex_init(&dmirror->mutex);
+	xa_init(&dmirror->pt);
+	xa_init(&dmirror->pmd_pt);
+
+	/* Mirror the opener's address space, and only that. */
+	ret = mmu_interval_notifier_insert(&dmirror->notifier, current->mm, 0,
+					   ULONG_MAX & PAGE_MASK,
+					   &dmirror_min_ops);
+	if (ret) {
+		kfree(dmirror);
+		return ret;
+	}
+	filp->private_data = dmirror;
+	return 0;
+}
+
+/*
+ * Device pages stay where they are: they live in the mm's page tables, not
+ * in the mirror, and a CPU fault brings them back without it.
+ */
+static int dmirror_fops_release(struct inode *inode, struct file *filp)
+{
+	struct dmirror *dmirror = filp->private_data;
+
+	mmu_interval_notifier_remove(&dmirror->notifier);
+	xa_destroy(&dmirror->pmd_pt);
+	xa_destroy(&dmirror->pt);
+	kfree(dmirror);
+	return 0;
+}
+
+/* As test_hmm: a private mapping of the device is zeroed system memory. */
+static int dmirror_fops_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	unsigned long addr;
+
+	for (addr = vma->vm_start; addr < vma->vm_end; addr += PAGE_SIZE) {
+		struct page *page;
+		int ret;
+
+		page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!page)
+			return -ENOMEM;
+		ret = vm_insert_page(vma, addr, page);
+		put_page(page);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The common checks of every command that takes a range. */
+static int dmirror_check_range(struct dmirror *dmirror,
+			       const struct hmm_dmirror_cmd *cmd)
+{
+	struct mm_struct *mm = dmirror->notifier.mm;
+	u64 end;
+
+	if (!atomic_read(&mm->mm_users))
+		return -ENOENT;
+	if (current->mm != mm)
+		return -EINVAL;
+	if (cmd->addr & ~PAGE_MASK)
+		return -EINVAL;
+	if (!cmd->npages || cmd->npages > DMIRROR_THP_MAX_PAGES)
+		return -EINVAL;
+	if (check_add_overflow(cmd->addr, cmd->npages << PAGE_SHIFT, &end) ||
+	    end > TASK_SIZE)
+		return -EINVAL;
+	return 0;
+}
+
+static int dmirror_set_flags(struct dmirror_device *mdevice, u64 flags)
+{
+	if (flags & ~HMM_DMIRROR_FLAGS_ALL)
+		return -EINVAL;
+	if (flags & HMM_DMIRROR_FLAG_FAIL_ALLOC)
+		set_bit(DMIRROR_FLAG_FAIL_ALLOC_BIT, &mdevice->flags);
+	else
+		clear_bit(DMIRROR_FLAG_FAIL_ALLOC_BIT, &mdevice->flags);
+	return 0;
+}
+
+static int dmirror_get_stats(struct dmirror_device *mdevice,
+			     void __user *uarg)
+{
+	struct dmirror_thp_stats st = {};
+	atomic64_t *c = mdevice->stats;
+
+	if (copy_from_user(&st, uarg, offsetofend(typeof(st), size)))
+		return -EFAULT;
+	if (st.version != DMIRROR_THP_STATS_VERSION || st.size < sizeof(st))
+		return -EINVAL;
+
+	st.size = sizeof(st);
+	st.thp_to_dev = atomic64_read(&c[DSTAT_THP_TO_DEV]);
+	st.base_to_dev = atomic64_read(&c[DSTAT_BASE_TO_DEV]);
+	st.thp_to_sys = atomic64_read(&c[DSTAT_THP_TO_SYS]);
+	st.base_to_sys = atomic64_read(&c[DSTAT_BASE_TO_SYS]);
+	st.split_migrate = atomic64_read(&c[DSTAT_SPLIT_MIGRATE]);
+	st.split_fault = atomic64_read(&c[DSTAT_SPLIT_FAULT]);
+	st.split_callback = atomic64_read(&c[DSTAT_SPLIT_CALLBACK]);
+	st.alloc_fail_inject = atomic64_read(&c[DSTAT_ALLOC_FAIL_INJECT]);
+	st.alloc_fail_real = atomic64_read(&c[DSTAT_ALLOC_FAIL_REAL]);
+	st.cpu_faults = atomic64_read(&c[DSTAT_CPU_FAULTS]);
+	st.evicted_pages = atomic64_read(&c[DSTAT_EVICTED_PAGES]);
+	dmirror_pool_gauges(mdevice, &st);
+
+	return copy_to_user(uarg, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
+static void dmirror_reset_stats(struct dmirror_device *mdevice)
+{
+	int i;
+
+	for (i = 0; i < DSTAT_NR; i++)
+		atomic64_set(&mdevice->stats[i], 0);
+}
+
+static int dmirror_range_cmd(struct dmirror *dmirror, unsigned int command,
+			     struct hmm_dmirror_cmd *cmd)
+{
+	int ret = dmirror_check_range(dmirror, cmd);
+
+	if (ret)
+		return ret;
+	switch (command) {
+	case HMM_DMIRROR_READ:
+		return dmirror_read(dmirror, cmd);
+	case HMM_DMIRROR_WRITE:
+		return dmirror_write(dmirror, cmd);
+	case HMM_DMIRROR_MIGRATE_TO_DEV:
+		return dmirror_migrate_to_device(dmirror, cmd);
+	case HMM_DMIRROR_MIGRATE_TO_SYS:
+		return dmirror_migrate_to_system(dmirror, cmd);
+	case HMM_DMIRROR_SNAPSHOT:
+		return dmirror_snapshot(dmirror, cmd);
+	case HMM_DMIRROR_EXCLUSIVE:
+		return dmirror_exclusive(dmirror, cmd);
+	case HMM_DMIRROR_CHECK_EXCLUSIVE:
+		return dmirror_check_exclusive(dmirror, cmd);
+	}
+	return -EINVAL;
+}
+
+static long dmirror_fops_unlocked_ioctl(struct file *filp,
+					unsigned int command,
+					unsigned long arg)
+{
+	struct dmirror *dmirror = filp->private_data;
+	struct dmirror_device *mdevice = dmirror->mdevice;
+	void __user *uarg = (void __user *)arg;
+	struct hmm_dmirror_cmd cmd;
+	int ret;
+
+	switch (command) {
+	case HMM_DMIRROR_STATS:
+		return dmirror_get_stats(mdevice, uarg);
+	case HMM_DMIRROR_STATS_RESET:
+		dmirror_reset_stats(mdevice);
+		return 0;
+	case HMM_DMIRROR_READ:
+	case HMM_DMIRROR_WRITE:
+	case HMM_DMIRROR_MIGRATE_TO_DEV:
+	case HMM_DMIRROR_MIGRATE_TO_SYS:
+	case HMM_DMIRROR_SNAPSHOT:
+	case HMM_DMIRROR_EXCLUSIVE:
+	case HMM_DMIRROR_CHECK_EXCLUSIVE:
+	case HMM_DMIRROR_RELEASE:
+	case HMM_DMIRROR_FLAGS:
+		break;
+	default:
+		return -EINVAL;
+	}
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	cmd.cpages = 0;
+	cmd.faults = 0;
+
+	switch (command) {
+	case HMM_DMIRROR_RELEASE:
+		dmirror_evict_all(mdevice);
+		ret = 0;
+		break;
+	case HMM_DMIRROR_FLAGS:
+		ret = dmirror_set_flags(mdevice, cmd.npages);
+		break;
+	default:
+		ret = dmirror_range_cmd(dmirror, command, &cmd);
+		break;
+	}
+	if (ret)
+		return ret;
+
+	return copy_to_user(uarg, &cmd, sizeof(cmd)) ? -EFAULT : 0;
+}
+
+static const struct file_operations dmirror_fops = {
+	.owner		= THIS_MODULE,
+	.open		= dmirror_fops_open,
+	.release	= dmirror_fops_release,
+	.mmap		= dmirror_fops_mmap,
+	.unlocked_ioctl	= dmirror_fops_unlocked_ioctl,
+	.llseek		= default_llseek,
+};
+
+static char *dmirror_devnode(const struct device *dev, umode_t *mode,
+			     kuid_t *uid, kgid_t *gid)
+{
+	if (mode)
+		*mode = 0600;
+	if (uid)
+		*uid = GLOBAL_ROOT_UID;
+	if (gid)
+		*gid = GLOBAL_ROOT_GID;
+	return NULL;
+}
+
+static void dmirror_device_release(struct device *dev)
+{
+	kfree(container_of(dev, struct dmirror_device, device));
+}
+
+static const struct device_type dmirror_device_type = {
+	.name		= "hmm_dmirror_thp",
+	.devnode	= dmirror_devnode,
+	.release	= dmirror_device_release,
+};
+
+static int dmirror_device_create(int id, unsigned int max_chunks)
+{
+	struct dmirror_device *mdevice;
+	int ret;
+
+	mdevice = kzalloc(sizeof(*mdevice), GFP_KERNEL);
+	if (!mdevice)
+		return -ENOMEM;
+	device_initialize(&mdevice->device);
+	mdevice->device.type = &dmirror_device_type;
+	mdevice->device.devt = MKDEV(MAJOR(dmirror_dev), id);
+	/* From here on, put_device() frees mdevice. */
+	ret = dmirror_devmem_init(mdevice, max_chunks);
+	if (ret)
+		goto err_put;
+	ret = dev_set_name(&mdevice->device, "hmm_dmirror%d", id);
+	if (ret)
+		goto err_fini;
+
+	cdev_init(&mdevice->cdevice, &dmirror_fops);
+	mdevice->cdevice.owner = THIS_MODULE;
+	ret = cdev_device_add(&mdevice->cdevice, &mdevice->device);
+	if (ret)
+		goto err_fini;
+	mdevice->registered = true;
+	dmirror_devices[id] = mdevice;
+	return 0;
+
+err_fini:
+	dmirror_devmem_fini(mdevice);
+err_put:
+	put_device(&mdevice->device);
+	return ret;
+}
+
+static void dmirror_device_destroy(struct dmirror_device *mdevice)
+{
+	if (mdevice->registered)
+		cdev_device_del(&mdevice->cdevice, &mdevice->device);
+	/* Evict what is still resident, then unmap the chunks. */
+	dmirror_devmem_fini(mdevice);
+	put_device(&mdevice->device);
+}
+
+static int __init dmirror_thp_init(void)
+{
+	unsigned int max_chunks = max_mb / (DMIRROR_CHUNK_SIZE >> 20);
+	int ret, id;
+
+	if (!max_chunks) {
+		pr_err("dmirror_thp: max_mb=%u is below one %lu MiB chunk\n",
+		       max_mb, DMIRROR_CHUNK_SIZE >> 20);
+		return -EINVAL;
+	}
+	ret = alloc_chrdev_region(&dmirror_dev, 0, DMIRROR_NDEVICES,
+				  "HMM_DMIRROR");
+	if (ret)
+		return ret;
+	for (id = 0; id < DMIRROR_NDEVICES; id++) {
+		ret = dmirror_device_create(id, max_chunks);
+		if (ret)
+			goto err;
+	}
+	pr_info("dmirror_thp: loaded, %u MiB of device memory per device\n",
+		max_chunks * (unsigned int)(DMIRROR_CHUNK_SIZE >> 20));
+	return 0;
+
+err:
+	while (--id >= 0) {
+		dmirror_device_destroy(dmirror_devices[id]);
+		dmirror_devices[id] = NULL;
+	}
+	unregister_chrdev_region(dmirror_dev, DMIRROR_NDEVICES);
+	return ret;
+}
+
+static void __exit dmirror_thp_exit(void)
+{
+	int id;
+
+	for (id = 0; id < DMIRROR_NDEVICES; id++) {
+		if (!dmirror_devices[id])
+			continue;
+		dmirror_device_destroy(dmirror_devices[id]);
+		dmirror_devices[id] = NULL;
+	}
+	unregister_chrdev_region(dmirror_dev, DMIRROR_NDEVICES);
+}
+
+module_init(dmirror_thp_init);
+module_exit(dmirror_thp_exit);
+MODULE_DESCRIPTION("THP-aware HMM mirror test device (device-private)");
+MODULE_LICENSE("GPL");

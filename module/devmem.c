@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmirror-thp device memory: chunks, the free folio pool, the free page pool
+ * and the backing store.
+ *
+ * A chunk is DMIRROR_CHUNK_SIZE of device-private struct pages.  Each pfn is
+ * in exactly one place: a free PMD block (the folio pool), the free page pool,
+ * or resident (handed out in a folio).  A PMD-order allocation takes a whole
+ * free block; a base page comes from the page pool, which is refilled by
+ * breaking a block, and a block whose 512 pages are all free again goes back
+ * to the folio pool.  When no block is left the device grows by one chunk, up
+ * to the max_mb module parameter.
+ *
+ * The data of device pfn P lives in the system page chunk->backing[P - base]:
+ * pure arithmetic, one order-0 page per device pfn.  A split of a device
+ * folio therefore needs nothing from the backing store; see evict.c.
+ *
+ * Locking: dmirror_device.devmem_lock (mutex) serialises chunk addition and
+ * removal; dmirror_device.lock (IRQ-safe spinlock) protects the bitmaps, the
+ * per-chunk counts and the chunk array.  page_free may run in any context
+ * that drops the last folio reference, so the pool only ever spins and never
+ * allocates.  Backing pages are allocated before a pfn leaves the allocator's
+ * hands and freed by page_free before the pfn returns to a pool.
+ */
+#include <linux/bitmap.h>
+#include <linux/delay.h>
+#include <linux/gfp.h>
+#include <linux/highmem.h>
+#include <linux/ioport.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+
+#include "dmirror.h"
+
+static void dmirror_backing_free(struct dmirror_chunk *chunk,
+				 unsigned long off, unsigned long nr)
+{
+	unsigned long i;
+
+	for (i = 0; i < nr; i++) {
+		if (chunk->backing[off + i])
+			__free_page(chunk->backing[off + i]);
+		chunk->backing[off + i] = NULL;
+	}
+}
+
+/*
+ * One order-0 backing page per device pfn.  For a folio, try one physically
+ * contiguous allocation first and split it: cheaper, and the pages stay
+ * independent so that a later split of the device folio costs nothing.
+ */
+static int dmirror_backing_alloc(struct dmirror_chunk *chunk,
+				 unsigned long off, unsigned int order)
+{
+	unsigned long i, nr = 1UL << order;
+	struct page *page;
+
+	if (order) {
+		page = alloc_pages(GFP_HIGHUSER | __GFP_NOWARN | __GFP_NORETRY,
+				   order);
+		if (page) {
+			split_page(page, order);
+			for (i = 0; i < nr; i++)
+				chunk->backing[off + i] = nth_page(page, i);
+			return 0;
+		}
+	}
+	for (i = 0; i < nr; i++) {
+		page = alloc_page(GFP_HIGHUSER | __GFP_NOWARN);
+		if (!page) {
+			dmirror_backing_free(chunk, off, i);
+			return -ENOMEM;
+		}
+		chunk->backing[off + i] = page;
+	}
+	return 0;
+}
+
+/* Called with mdevice->lock held. */
+static unsigned long dmirror_take_block(struct dmirror_chunk *chunk)
+{
+	unsigned long blk;
+
+	blk = find_first_bit(chunk->free_folios, DMIRROR_CHUNK_BLOCKS);
+	if (blk >= DMIRROR_CHUNK_BLOCKS)
+		return ULONG_MAX;
+	__clear_bit(blk, chunk->free_folios);
+	chunk->nr_free_folios--;
+	return blk * HPAGE_PMD_NR;
+}
+
+/*
+ * Take @order pages from the pools; returns the chunk and sets *off, or NULL.
+ * Called with mdevice->lock held.
+ */
+static struct dmirror_chunk *dmirror_pool_take(struct dmirror_device *mdevice,
+					       unsigned int order,
+					       unsigned long *off)
+{
+	struct dmirror_chunk *chunk;
+	unsigned int i;
+
+	if (order) {
+		for (i = 0; i < mdevice->nr_chunks; i++) {
+			chunk = mdevice->chunks[i];
+			if (chunk->removing || !chunk->nr_free_folios)
+				continue;
+			*off = dmirror_take_block(chunk);
+			goto found;
+		}
+		return NULL;
+	}
+
+	/* A base page: the page pool first, then break a free block. */
+	for (i = 0; i < mdevice->nr_chunks; i++) {
+		chunk = mdevice->chunks[i];
+		if (chunk->removing || !chunk->nr_free_pages)
+			continue;
+		*off = find_first_bit(chunk->free_pages, DMIRROR_CHUNK_PAGES);
+		goto found_page;
+	}
+	for (i = 0; i < mdevice->nr_chunks; i++) {
+		chunk = mdevice->chunks[i];
+		if (chunk->removing || !chunk->nr_free_folios)
+			continue;
+		*off = dmirror_take_block(chunk);
+		bitmap_set(chunk->free_pages, *off, HPAGE_PMD_NR);
+		chunk->nr_free_pages += HPAGE_PMD_NR;
+		goto found_page;
+	}
+	return NULL;
+
+found_page:
+	__clear_bit(*off, chunk->free_pages);
+	chunk->nr_free_pages--;
+found:
+	chunk->resident += 1UL << order;
+	return chunk;
+}
+
+/* Give @order pages at @off back to the pools. */
+static void dmirror_pool_put(struct dmirror_chunk *chunk, unsigned long off,
+			     unsigned int order)
+{
+	struct dmirror_device *mdevice = chunk->mdevice;
+	unsigned long nr = 1UL << order;
+	unsigned long blk = off / HPAGE_PMD_NR;
+	unsigned long first = blk * HPAGE_PMD_NR;
+	unsigned long flags;
+
+	spin_lock_irqsave(&mdevice->lock, flags);
+	chunk->resident -= nr;
+	if (order == HPAGE_PMD_ORDER) {
+		__set_bit(blk, chunk->free_folios);
+		chunk->nr_free_folios++;
+	} else {
+		bitmap_set(chunk->free_pages, off, nr);
+		chunk->nr_free_pages += nr;
+		/* Coalesce: a fully free block goes back to the folio pool. */
+		if (find_next_zero_bit(chunk->free_pages, first + HPAGE_PMD_NR,
+				       first) >= first + HPAGE_PMD_NR) {
+			bitmap_clear(chunk->free_pages, first, HPAGE_PMD_NR);
+			chunk->nr_free_pages -= HPAGE_PMD_NR;
+			__set_bit(blk, chunk->free_folios);
+			chunk->nr_free_folios++;
+		}
+	}
+	spin_unlock_irqrestore(&mdevice->lock, flags);
+}
+
+static void dmirror_chunk_free(struct dmirror_chunk *chunk)
+{
+	bitmap_free(chunk->free_pages);
+	bitmap_free(chunk->free_folios);
+	kvfree(chunk->backing);
+	kfree(chunk);
+}
+
+/*
+ * Grow the device by one chunk.  @seen is the chunk count the caller found
+ * exhausted: if another thread grew the device meanwhile, just retry.
+ */
+static int dmirror_chunk_add(struct dmirror_device *mdevice, unsigned int seen)
+{
+	struct dmirror_chunk *chunk;
+	struct resource *res;
+	void *ptr;
+	int ret = 0;
+
+	mutex_lock(&mdevice->devmem_lock);
+	if (READ_ONCE(mdevice->nr_chunks) != seen)
+		goto out;
+	ret = -ENOMEM;
+	if (mdevice->nr_chunks >= mdevice->max_chunks)
+		goto out;
+
+	chunk = kzalloc(sizeof(*chunk), GFP_KERNEL);
+	if (!chunk)
+		goto out;
+	chunk->backing = kvcalloc(DMIRROR_CHUNK_PAGES, sizeof(*chunk->backing),
+				  GFP_KERNEL);
+	chunk->free_folios = bitmap_zalloc(DMIRROR_CHUNK_BLOCKS, GFP_KERNEL);
+	chunk->free_pages = bitmap_zalloc(DMIRROR_CHUNK_PAGES, GFP_KERNEL);
+	if (!chunk->backing || !chunk->free_folios || !chunk->free_pages)
+		goto err_free;
+
+	res = request_free_mem_region(&iomem_resource, DMIRROR_CHUNK_SIZE,
+				      "hmm_dmirror_thp");
+	if (IS_ERR(res)) {
+		ret = PTR_ERR(res);
+		goto err_free;
+	}
+	chunk->mdevice = mdevice;
+	chunk->base_pfn = PHYS_PFN(res->start);
+	chunk->pagemap.type = MEMORY_DEVICE_PRIVATE;
+	chunk->pagemap.range.start = res->start;
+	chunk->pagemap.range.end = res->end;
+	chunk->pagemap.nr_range = 1;
+	chunk->pagemap.ops = &dmirror_devmem_ops;
+	chunk->pagemap.owner = mdevice;
+	if (!IS_ALIGNED(chunk->base_pfn, HPAGE_PMD_NR)) {
+		ret = -ERANGE;
+		goto err_region;
+	}
+	ptr = memremap_pages(&chunk->pagemap, numa_node_id());
+	if (IS_ERR_OR_NULL(ptr)) {
+		ret = ptr ? PTR_ERR(ptr) : -EFAULT;
+		goto err_region;
+	}
+
+	bitmap_fill(chunk->free_folios, DMIRROR_CHUNK_BLOCKS);
+	chunk->nr_free_folios = DMIRROR_CHUNK_BLOCKS;
+	spin_lock_irq(&mdevice->lock);
+	mdevice->chunks[mdevice->nr_chunks] = chunk;
+	WRITE_ONCE(mdevice->nr_chunks, mdevice->nr_chunks + 1);
+	spin_unlock_irq(&mdevice->lock);
+	ret = 0;
+	goto out;
+
+err_region:
+	release_mem_region(res->start, resource_size(res));
+err_free:
+	dmirror_chunk_free(chunk);
+out:
+	mutex_unlock(&mdevice->devmem_lock);
+	return ret;
+}
+
+/*
+ * A device pfn's struct pages may still carry the compound state of an
+ * earlier use at another order, so the folio is named by its first page, not
+ * through page_folio(); zone_device_folio_init() re-initialises every page.
+ */
+static struct folio *dmirror_pfn_folio(unsigned long pfn)
+{
+	return (struct folio *)pfn_to_page(pfn);
+}
+
+/**
+ * dmirror_devmem_alloc() - allocate a device folio
+ * @mdevice: the device
+ * @order:   0 or HPAGE_PMD_ORDER
+ *
+ * Sleeps: it may grow the device.
+ *
+ * Return: the head page of a locked device-private folio of @order, with its
+ * backing store allocated, or NULL.
+ */
+struct page *dmirror_devmem_alloc(struct dmirror_device *mdevice,
+				  unsigned int order)
+{
+	struct dmirror_chunk *chunk;
+	struct folio *folio;
+	unsigned long off;
+	unsigned int seen;
+
+	for (;;) {
+		spin_lock_irq(&mdevice->lock);
+		seen = mdevice->nr_chunks;
+		chunk = dmirror_pool_take(mdevice, order, &off);
+		spin_unlock_irq(&mdevice->lock);
+		if (chunk)
+			break;
+		if (dmirror_chunk_add(mdevice, seen))
+			return NULL;
+	}
+
+	if (dmirror_backing_alloc(chunk, off, order)) {
+		dmirror_pool_put(chunk, off, order);
+		return NULL;
+	}
+
+	folio = dmirror_pfn_folio(chunk->base_pfn + off);
+	zone_device_folio_init(folio, order);
+	folio_set_zone_device_data(folio, chunk);
+	return folio_page(folio, 0);
+}
+
+/* dev_pagemap_ops.page_free: called once per folio, with its head page. */
+static void dmirror_devmem_free(struct page *page)
+{
+	struct dmirror_chunk *chunk = dmirror_page_chunk(page);
+	unsigned int order = folio_order(page_folio(page));
+	unsigned long off = page_to_pfn(page) - chunk->base_pfn;
+
+	dmirror_backing_free(chunk, off, 1UL << order);
+	dmirror_pool_put(chunk, off, order);
+}
+
+/**
+ * dmirror_backing_page() - the system page holding a device page's data
+ * @dpage: a device-private page of this module, in use
+ *
+ * Return: the backing page; the caller owns @dpage, so it is stable.
+ */
+struct page *dmirror_backing_page(struct page *dpage)
+{
+	struct dmirror_chunk *chunk = dmirror_page_chunk(dpage);
+
+	return chunk->backing[page_to_pfn(dpage) - chunk->base_pfn];
+}
+
+/* True if @page is device-private memory of @mdevice. */
+bool dmirror_is_local_page(struct dmirror_device *mdevice, struct page *page)
+{
+	return is_device_private_page(page) &&
+	       page_pgmap(page)->owner == mdevice;
+}
+
+/*
+ * HMM_DMIRROR_FLAG_FAIL_ALLOC: consume the one-shot flag.  Every PMD-order
+ * allocation, on either side, asks this first.
+ */
+bool dmirror_fail_large_alloc(struct dmirror_device *mdevice)
+{
+	if (!test_and_clear_bit(DMIRROR_FLAG_FAIL_ALLOC_BIT, &mdevice->flags))
+		return false;
+	dmirror_count(mdevice, DSTAT_ALLOC_FAIL_INJECT, 1);
+	return true;
+}
+
+/* Fill the gauges of HMM_DMIRROR_STATS. */
+void dmirror_pool_gauges(struct dmirror_device *mdevice,
+			 struct dmirror_thp_stats *st)
+{
+	unsigned int i;
+
+	spin_lock_irq(&mdevice->lock);
+	for (i = 0; i < mdevice->nr_chunks; i++) {
+		struct dmirror_chunk *chunk = mdevice->chunks[i];
+
+		st->capacity_pages += DMIRROR_CHUNK_PAGES;
+		st->free_folios += chunk->nr_free_folios;
+		st->free_pages += chunk->nr_free_pages;
+		st->resident_pages += chunk->resident;
+	}
+	spin_unlock_irq(&mdevice->lock);
+}
+
+/*
+ * The first chunk is added at load time, as test_hmm does, so that the
+ * common case never calls memremap_pages() under a process's mmap lock.
+ */
+int dmirror_devmem_init(struct dmirror_device *mdevice, unsigned int max_chunks)
+{
+	int ret;
+
+	mutex_init(&mdevice->devmem_lock);
+	spin_lock_init(&mdevice->lock);
+	mdevice->max_chunks = max_chunks;
+	mdevice->chunks = kcalloc(max_chunks, sizeof(*mdevice->chunks),
+				  GFP_KERNEL);
+	if (!mdevice->chunks)
+		return -ENOMEM;
+	ret = dmirror_chunk_add(mdevice, 0);
+	if (ret) {
+		kfree(mdevice->chunks);
+		mdevice->chunks = NULL;
+	}
+	return ret;
+}
+
+/* Evict a chunk until nothing of it is resident, so memunmap_pages() ends. */
+static void dmirror_chunk_drain(struct dmirror_chunk *chunk)
+{
+	unsigned int tries;
+
+	for (tries = 0; ; tries++) {
+		dmirror_evict_chunk(chunk);
+		if (!READ_ONCE(chunk->resident))
+			return;
+		if (tries == 250)
+			pr_warn("dmirror_thp: %lu pages still busy, waiting\n",
+				READ_ONCE(chunk->resident));
+		msleep(20);
+	}
+}
+
+/*
+ * Device removal: no file is open (the module is going away), so no
+ * allocation can race; stop growth, evict everything, then unmap.
+ */
+void dmirror_devmem_fini(struct dmirror_device *mdevice)
+{
+	unsigned int i;
+
+	mutex_lock(&mdevice->devmem_lock);
+	mdevice->max_chunks = 0;
+	spin_lock_irq(&mdevice->lock);
+	for (i = 0; i < mdevice->nr_chunks; i++)
+		mdevice->chunks[i]->removing = true;
+	spin_unlock_irq(&mdevice->lock);
+
+	for (i = 0; i < mdevice->nr_chunks; i++) {
+		struct dmirror_chunk *chunk = mdevice->chunks[i];
+
+		dmirror_chunk_drain(chunk);
+		memunmap_pages(&chunk->pagemap);
+		release_mem_region(chunk->pagemap.range.start,
+				   range_len(&chunk->pagemap.range));
+		dmirror_chunk_free(chunk);
+	}
+	spin_lock_irq(&mdevice->lock);
+	mdevice->nr_chunks = 0;
+	spin_unlock_irq(&mdevice->lock);
+	mutex_unlock(&mdevice->devmem_lock);
+	kfree(mdevice->chunks);
+	mdevice->chunks = NULL;
+}
+
+const struct dev_pagemap_ops dmirror_devmem_ops = {
+	.page_free	= dmirror_devmem_free,
+	.migrate_to_ram	= dmirror_devmem_fault,
+	.folio_split	= dmirror_folio_split,
+};

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmirror-thp CPU fault path: dev_pagemap_ops.migrate_to_ram.
+ *
+ * A CPU access to a device-private entry of this device lands here.  For a
+ * PMD-mapped device THP (vmf->page is the head page, unlocked, referenced by
+ * the caller) the whole PMD-aligned range is migrated with
+ * SELECT_DEVICE_PRIVATE | SELECT_COMPOUND: back as one system THP when a
+ * PMD-order folio can be allocated (and HMM_DMIRROR_FLAG_FAIL_ALLOC does not
+ * say otherwise), else as HPAGE_PMD_NR base pages, all of them copied, which
+ * makes the core split the device folio.  A base page, or a large folio that
+ * the vma no longer covers whole, migrates on its own.
+ *
+ * Locking: called with the mmap lock (or the vma lock) held for read; takes
+ * no lock of its own.  The mirror page tables are cleaned by the mmu
+ * interval notifier that migrate_vma_setup() fires, so the fault path needs
+ * no mirror.  The src/dst arrays are allocated per fault and always freed.
+ */
+#include <linux/mm.h>
+#include <linux/slab.h>
+
+#include "dmirror.h"
+
+vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
+{
+	struct dmirror_device *mdevice = dmirror_page_chunk(vmf->page)->mdevice;
+	struct vm_area_struct *vma = vmf->vma;
+	unsigned long start = vmf->address & PAGE_MASK;
+	unsigned long pmd_start = ALIGN_DOWN(vmf->address, PMD_SIZE);
+	struct migrate_vma args = {
+		.vma = vma,
+		.pgmap_owner = mdevice,
+		.flags = MIGRATE_VMA_SELECT_DEVICE_PRIVATE,
+		.fault_page = vmf->page,
+	};
+	unsigned long nr = 1;
+	vm_fault_t ret = 0;
+
+	dmirror_count(mdevice, DSTAT_CPU_FAULTS, 1);
+
+	if (folio_order(page_folio(vmf->page)) == HPAGE_PMD_ORDER &&
+	    pmd_start >= vma->vm_start && pmd_start + PMD_SIZE <= vma->vm_end) {
+		start = pmd_start;
+		nr = HPAGE_PMD_NR;
+		args.flags |= MIGRATE_VMA_SELECT_COMPOUND;
+	}
+	args.start = start;
+	args.end = start + nr * PAGE_SIZE;
+
+	/*
+	 * An allocation failure returns 0: the access faults again and
+	 * retries, as in test_hmm (the page allocator has already done what it
+	 * can, OOM kill included, before an order-0 allocation fails).
+	 */
+	args.src = kvcalloc(nr, sizeof(*args.src), GFP_KERNEL);
+	args.dst = kvcalloc(nr, sizeof(*args.dst), GFP_KERNEL);
+	if (!args.src || !args.dst)
+		goto out;
+
+	if (migrate_vma_setup(&args)) {
+		ret = VM_FAULT_SIGBUS;
+		goto out;
+	}
+	dmirror_answer_to_sys(mdevice, vma, start, args.src, args.dst,
+			      args.npages, DSTAT_SPLIT_FAULT);
+	migrate_vma_pages(&args);
+	dmirror_count_to_sys(mdevice, args.src, args.dst, args.npages);
+	migrate_vma_finalize(&args);
+out:
+	kvfree(args.dst);
+	kvfree(args.src);
+	return ret;
+}

@@ -1,0 +1,565 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmirror-thp mirror: the simulated device page table, and the commands that
+ * use it (READ, WRITE, EXCLUSIVE, CHECK_EXCLUSIVE; SNAPSHOT is in snapshot.c).
+ *
+ * The page table is two xarrays: dmirror->pt holds one tagged struct page *
+ * per virtual pfn, dmirror->pmd_pt one tagged head page per PMD-mapped block
+ * (keyed by virtual pfn >> HPAGE_PMD_ORDER).  A per-page entry shadows the
+ * PMD entry that covers it.  The table holds no page references: the mmu
+ * interval notifier erases every entry of a range before the CPU page table
+ * of that range changes, migrations of this device's own pages included.
+ * Device pages are read and written through their backing store.
+ * hmm_range_fault() never faults this device's own pages, so a device write
+ * to a read-only one (COW after fork) first migrates its window back to
+ * system memory, where the write fault breaks the COW.
+ *
+ * Locking: dmirror->mutex protects both xarrays.  The notifier takes it, so
+ * nothing under it may fault on user memory or allocate with reclaim: the
+ * commands copy through a kernel bounce buffer, and stores use GFP_ATOMIC.
+ * hmm_range_fault() and make_device_exclusive_range() run under the mmap
+ * read lock only; the notifier sequence is checked under dmirror->mutex.
+ */
+#include <linux/delay.h>
+#include <linux/hmm.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/rmap.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "dmirror.h"
+
+/* Lookups of a missing page before MIGRATE_TO_DEV reports -ENOENT. */
+#define DMIRROR_SETTLE_TRIES	10
+
+struct dmirror_bounce {
+	void		*ptr;
+	unsigned long	size;
+	unsigned long	addr;
+	unsigned long	cpages;
+};
+
+static int dmirror_bounce_init(struct dmirror_bounce *bounce,
+			       unsigned long addr, unsigned long size)
+{
+	bounce->addr = addr;
+	bounce->size = size;
+	bounce->cpages = 0;
+	bounce->ptr = kvmalloc(size, GFP_KERNEL | __GFP_NOWARN |
+			       __GFP_RETRY_MAYFAIL);
+	return bounce->ptr ? 0 : -ENOMEM;
+}
+
+static void dmirror_bounce_fini(struct dmirror_bounce *bounce)
+{
+	kvfree(bounce->ptr);
+}
+
+/* Caller holds dmirror->mutex. */
+static struct page *dmirror_pt_lookup(struct dmirror *dmirror,
+				      unsigned long vpfn, unsigned long *tag)
+{
+	void *entry = xa_load(&dmirror->pt, vpfn);
+
+	if (entry) {
+		*tag = xa_pointer_tag(entry);
+		return xa_untag_pointer(entry);
+	}
+	entry = xa_load(&dmirror->pmd_pt, vpfn >> HPAGE_PMD_ORDER);
+	if (!entry)
+		return NULL;
+	*tag = xa_pointer_tag(entry);
+	return nth_page((struct page *)xa_untag_pointer(entry),
+			vpfn & (HPAGE_PMD_NR - 1));
+}
+
+/**
+ * dmirror_pt_store() - record a mapping in the mirror page table
+ * @dmirror: the mirror; caller holds dmirror->mutex
+ * @vpfn:    virtual pfn (PMD aligned if @pmd)
+ * @page:    the page (the head page if @pmd)
+ * @tag:     DPT_XA_TAG_*
+ * @pmd:     record one PMD-level entry for the HPAGE_PMD_NR pages at @vpfn
+ *
+ * Return: 0, or -ENOMEM if the xarray could not allocate.
+ */
+int dmirror_pt_store(struct dmirror *dmirror, unsigned long vpfn,
+		     struct page *page, unsigned long tag, bool pmd)
+{
+	void *entry = xa_tag_pointer(page, tag);
+	unsigned long idx;
+	void *old;
+
+	if (!pmd)
+		return xa_err(xa_store(&dmirror->pt, vpfn, entry, GFP_ATOMIC));
+
+	/* Per-page entries of the block would shadow the new PMD entry. */
+	xa_for_each_range(&dmirror->pt, idx, old, vpfn, vpfn + HPAGE_PMD_NR - 1)
+		xa_erase(&dmirror->pt, idx);
+	return xa_err(xa_store(&dmirror->pmd_pt, vpfn >> HPAGE_PMD_ORDER,
+			       entry, GFP_ATOMIC));
+}
+
+/* Erase [start, end); caller holds dmirror->mutex. */
+static void dmirror_pt_zap(struct dmirror *dmirror, unsigned long start,
+			   unsigned long end)
+{
+	unsigned long idx;
+	void *entry;
+
+	xa_for_each_range(&dmirror->pt, idx, entry, start >> PAGE_SHIFT,
+			  (end - 1) >> PAGE_SHIFT)
+		xa_erase(&dmirror->pt, idx);
+	xa_for_each_range(&dmirror->pmd_pt, idx, entry, start >> PMD_SHIFT,
+			  (end - 1) >> PMD_SHIFT)
+		xa_erase(&dmirror->pmd_pt, idx);
+}
+
+static bool dmirror_interval_invalidate(struct mmu_interval_notifier *mni,
+					const struct mmu_notifier_range *range,
+					unsigned long cur_seq)
+{
+	struct dmirror *dmirror = container_of(mni, struct dmirror, notifier);
+
+	if (mmu_notifier_range_blockable(range))
+		mutex_lock(&dmirror->mutex);
+	else if (!mutex_trylock(&dmirror->mutex))
+		return false;
+
+	mmu_interval_set_seq(mni, cur_seq);
+	dmirror_pt_zap(dmirror, range->start, range->end);
+	mutex_unlock(&dmirror->mutex);
+	return true;
+}
+
+const struct mmu_interval_notifier_ops dmirror_min_ops = {
+	.invalidate = dmirror_interval_invalidate,
+};
+
+/* The page whose bytes the device sees for a mirror entry. */
+static struct page *dmirror_data_page(struct dmirror *dmirror,
+				      struct page *page)
+{
+	if (is_device_private_page(page))
+		return dmirror_is_local_page(dmirror->mdevice, page) ?
+		       dmirror_backing_page(page) : NULL;
+	return page;
+}
+
+/* Copy [start, end) of the mirror into the bounce buffer. */
+static int dmirror_do_read(struct dmirror *dmirror, unsigned long start,
+			   unsigned long end, struct dmirror_bounce *bounce)
+{
+	void *ptr = bounce->ptr + ((start - bounce->addr) & PAGE_MASK);
+	unsigned long vpfn, tag;
+
+	for (vpfn = start >> PAGE_SHIFT; vpfn < (end >> PAGE_SHIFT); vpfn++) {
+		struct page *page = dmirror_pt_lookup(dmirror, vpfn, &tag);
+
+		if (page)
+			page = dmirror_data_page(dmirror, page);
+		if (!page)
+			return -ENOENT;
+		memcpy_from_page(ptr, page, 0, PAGE_SIZE);
+		ptr += PAGE_SIZE;
+		bounce->cpages++;
+	}
+	return 0;
+}
+
+static int dmirror_do_write(struct dmirror *dmirror, unsigned long start,
+			    unsigned long end, struct dmirror_bounce *bounce)
+{
+	void *ptr = bounce->ptr + ((start - bounce->addr) & PAGE_MASK);
+	unsigned long vpfn, tag;
+
+	for (vpfn = start >> PAGE_SHIFT; vpfn < (end >> PAGE_SHIFT); vpfn++) {
+		struct page *page = dmirror_pt_lookup(dmirror, vpfn, &tag);
+
+		if (page && tag == DPT_XA_TAG_WRITE)
+			page = dmirror_data_page(dmirror, page);
+		else
+			page = NULL;
+		if (!page)
+			return -ENOENT;
+		memcpy_to_page(page, 0, ptr, PAGE_SIZE);
+		ptr += PAGE_SIZE;
+		bounce->cpages++;
+	}
+	return 0;
+}
+
+/*
+ * Record what hmm_range_fault() found; caller holds dmirror->mutex.  Without
+ * HMM_PFN_REQ_FAULT, pages that are not readable as they are get no entry.
+ */
+static int dmirror_do_fault(struct dmirror *dmirror, struct hmm_range *range)
+{
+	unsigned long n = (range->end - range->start) >> PAGE_SHIFT;
+	unsigned long vpfn = range->start >> PAGE_SHIFT;
+	bool fault = range->default_flags & HMM_PFN_REQ_FAULT;
+	bool write = range->default_flags & HMM_PFN_REQ_WRITE;
+	unsigned long i, step;
+	int ret;
+
+	for (i = 0; i < n; i += step, vpfn += step) {
+		unsigned long hpfn = range->hmm_pfns[i];
+		unsigned long tag = DPT_XA_TAG_READ;
+		bool pmd;
+
+		step = 1;
+		if (!(hpfn & HMM_PFN_VALID) || (hpfn & HMM_PFN_ERROR)) {
+			if (fault)
+				return -EFAULT;
+			continue;
+		}
+		if (hpfn & HMM_PFN_WRITE)
+			tag = DPT_XA_TAG_WRITE;
+		else if (write)
+			/*
+			 * hmm_range_fault() does not fault our own pages:
+			 * a read-only one (COW after fork) must come back
+			 * to system memory first.
+			 */
+			return dmirror_is_local_page(dmirror->mdevice,
+						     hmm_pfn_to_page(hpfn)) ?
+			       -EAGAIN : -EFAULT;
+
+		pmd = hmm_pfn_to_map_order(hpfn) == HPAGE_PMD_ORDER &&
+		      IS_ALIGNED(vpfn, HPAGE_PMD_NR) && i + HPAGE_PMD_NR <= n;
+		step = pmd ? HPAGE_PMD_NR : 1;
+		ret = dmirror_pt_store(dmirror, vpfn, hmm_pfn_to_page(hpfn),
+				       tag, pmd);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int dmirror_range_fault(struct dmirror *dmirror,
+			       struct hmm_range *range)
+{
+	struct mm_struct *mm = dmirror->notifier.mm;
+	unsigned long timeout =
+		jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
+	int ret;
+
+	for (;;) {
+		if (time_after(jiffies, timeout))
+			return -EBUSY;
+
+		range->notifier_seq = mmu_interval_read_begin(range->notifier);
+		mmap_read_lock(mm);
+		ret = hmm_range_fault(range);
+		mmap_read_unlock(mm);
+		if (ret == -EBUSY)
+			continue;
+		if (ret)
+			return ret;
+
+		mutex_lock(&dmirror->mutex);
+		if (!mmu_interval_read_retry(range->notifier,
+					     range->notifier_seq))
+			break;
+		mutex_unlock(&dmirror->mutex);
+	}
+	ret = dmirror_do_fault(dmirror, range);
+	mutex_unlock(&dmirror->mutex);
+	return ret;
+}
+
+/* Migrate this device's pages in [start, end) back to system memory. */
+static int dmirror_window_to_sys(struct dmirror *dmirror, unsigned long start,
+				 unsigned long end)
+{
+	struct hmm_dmirror_cmd cmd = {
+		.addr = start,
+		.npages = (end - start) >> PAGE_SHIFT,
+	};
+
+	return dmirror_migrate_to_system(dmirror, &cmd);
+}
+
+/*
+ * Fault [start, end) into the mirror, one PMD-aligned window at a time.
+ * @req: HMM_PFN_REQ_FAULT, optionally with HMM_PFN_REQ_WRITE; or 0 to only
+ * record what is readable without a fault.
+ */
+static int dmirror_fault(struct dmirror *dmirror, unsigned long start,
+			 unsigned long end, unsigned long req)
+{
+	struct mm_struct *mm = dmirror->notifier.mm;
+	struct hmm_range range = {
+		.notifier = &dmirror->notifier,
+		.default_flags = req,
+		.dev_private_owner = dmirror->mdevice,
+	};
+	unsigned int moved = 0;
+	unsigned long addr;
+	int ret = 0;
+
+	range.hmm_pfns = kvcalloc(HPAGE_PMD_NR, sizeof(*range.hmm_pfns),
+				  GFP_KERNEL);
+	if (!range.hmm_pfns)
+		return -ENOMEM;
+	if (!mmget_not_zero(mm)) {
+		ret = -ENOENT;
+		goto out;
+	}
+	for (addr = start; addr < end; addr = range.end) {
+		range.start = addr;
+		range.end = min(end, ALIGN_DOWN(addr, PMD_SIZE) + PMD_SIZE);
+		ret = dmirror_range_fault(dmirror, &range);
+		if (ret == -EAGAIN) {
+			ret = -EBUSY;
+			if (++moved > DMIRROR_SETTLE_TRIES)
+				break;
+			/* Then the write fault breaks the COW; retry. */
+			ret = dmirror_window_to_sys(dmirror, range.start,
+						    range.end);
+			if (ret)
+				break;
+			range.end = addr;
+			continue;
+		}
+		if (ret)
+			break;
+	}
+	mmput(mm);
+out:
+	kvfree(range.hmm_pfns);
+	return ret;
+}
+
+/* HMM_DMIRROR_READ */
+int dmirror_read(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
+{
+	unsigned long size = cmd->npages << PAGE_SHIFT;
+	unsigned long start = cmd->addr, end = start + size;
+	struct dmirror_bounce bounce;
+	int ret;
+
+	ret = dmirror_bounce_init(&bounce, start, size);
+	if (ret)
+		return ret;
+	for (;;) {
+		mutex_lock(&dmirror->mutex);
+		ret = dmirror_do_read(dmirror, start, end, &bounce);
+		mutex_unlock(&dmirror->mutex);
+		if (ret != -ENOENT)
+			break;
+
+		start = cmd->addr + (bounce.cpages << PAGE_SHIFT);
+		ret = dmirror_fault(dmirror, start, end, HMM_PFN_REQ_FAULT);
+		if (ret)
+			break;
+		cmd->faults++;
+	}
+	if (!ret && copy_to_user(u64_to_user_ptr(cmd->ptr), bounce.ptr, size))
+		ret = -EFAULT;
+	cmd->cpages = bounce.cpages;
+	dmirror_bounce_fini(&bounce);
+	return ret;
+}
+
+/* HMM_DMIRROR_WRITE */
+int dmirror_write(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
+{
+	unsigned long size = cmd->npages << PAGE_SHIFT;
+	unsigned long start = cmd->addr, end = start + size;
+	struct dmirror_bounce bounce;
+	int ret;
+
+	ret = dmirror_bounce_init(&bounce, start, size);
+	if (ret)
+		return ret;
+	if (copy_from_user(bounce.ptr, u64_to_user_ptr(cmd->ptr), size)) {
+		ret = -EFAULT;
+		goto out;
+	}
+	for (;;) {
+		mutex_lock(&dmirror->mutex);
+		ret = dmirror_do_write(dmirror, start, end, &bounce);
+		mutex_unlock(&dmirror->mutex);
+		if (ret != -ENOENT)
+			break;
+
+		start = cmd->addr + (bounce.cpages << PAGE_SHIFT);
+		ret = dmirror_fault(dmirror, start, end,
+				    HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE);
+		if (ret)
+			break;
+		cmd->faults++;
+	}
+out:
+	cmd->cpages = bounce.cpages;
+	dmirror_bounce_fini(&bounce);
+	return ret;
+}
+
+/**
+ * dmirror_read_back() - copy what the mirror maps of the range to cmd->ptr
+ * @dmirror: the mirror
+ * @cmd:     the command (addr, npages, ptr; cpages is set)
+ * @settle:  look again at pages that went back to system memory meanwhile
+ *
+ * Used after MIGRATE_TO_DEV and EXCLUSIVE.  Nothing is faulted in, so a page
+ * the device cannot read as it is (not populated, on another device) gives
+ * -ENOENT, as in test_hmm.  With @settle, a page that is missing from the
+ * mirror because a CPU fault or a concurrent migration moved it back is
+ * looked up again, without a fault, a few times before giving up.
+ *
+ * Return: 0, -ENOENT, -EFAULT for a bad cmd->ptr, or -ENOMEM.
+ */
+int dmirror_read_back(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
+		      bool settle)
+{
+	unsigned long size = cmd->npages << PAGE_SHIFT;
+	unsigned long start = cmd->addr, end = start + size;
+	struct dmirror_bounce bounce;
+	unsigned int tries;
+	int ret;
+
+	ret = dmirror_bounce_init(&bounce, start, size);
+	if (ret)
+		return ret;
+	for (tries = 0; ; tries++) {
+		mutex_lock(&dmirror->mutex);
+		ret = dmirror_do_read(dmirror, start, end, &bounce);
+		mutex_unlock(&dmirror->mutex);
+		if (ret != -ENOENT || !settle || tries == DMIRROR_SETTLE_TRIES)
+			break;
+		if (tries)
+			usleep_range(500, 1000);
+		start = cmd->addr + (bounce.cpages << PAGE_SHIFT);
+		ret = dmirror_fault(dmirror, start, end, 0);
+		if (ret)
+			break;
+	}
+	if (!ret && copy_to_user(u64_to_user_ptr(cmd->ptr), bounce.ptr, size))
+		ret = -EFAULT;
+	cmd->cpages = bounce.cpages;
+	dmirror_bounce_fini(&bounce);
+	return ret;
+}
+
+/*
+ * Every page of [start, end) must be mapped, and with @anon in a readable
+ * private anonymous mapping.  Caller holds the mmap lock.
+ */
+static int dmirror_check_vmas(struct mm_struct *mm, unsigned long start,
+			      unsigned long end, bool anon)
+{
+	struct vm_area_struct *vma;
+	unsigned long addr;
+
+	for (addr = start; addr < end; addr = vma->vm_end) {
+		vma = vma_lookup(mm, addr);
+		if (!vma)
+			return -EINVAL;
+		if (anon && (!vma_is_anonymous(vma) ||
+			     !(vma->vm_flags & VM_READ)))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* HMM_DMIRROR_EXCLUSIVE */
+int dmirror_exclusive(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
+{
+	struct mm_struct *mm = dmirror->notifier.mm;
+	unsigned long start = cmd->addr;
+	unsigned long end = start + (cmd->npages << PAGE_SHIFT);
+	unsigned long addr, next;
+	struct page **pages;
+	int ret = 0;
+
+	pages = kvcalloc(HPAGE_PMD_NR, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		return -ENOMEM;
+	if (!mmget_not_zero(mm)) {
+		kvfree(pages);
+		return -ENOENT;
+	}
+
+	mmap_read_lock(mm);
+	ret = dmirror_check_vmas(mm, start, end, true);
+	for (addr = start; !ret && addr < end; addr = next) {
+		long i, n, got;
+
+		next = min(end, ALIGN_DOWN(addr, PMD_SIZE) + PMD_SIZE);
+		n = (next - addr) >> PAGE_SHIFT;
+		got = make_device_exclusive_range(mm, addr, next, pages,
+						  dmirror->mdevice);
+		if (got < 0) {
+			ret = got == -ENOMEM ? -ENOMEM : -EBUSY;
+			break;
+		}
+		mutex_lock(&dmirror->mutex);
+		for (i = 0; i < got; i++) {
+			if (!pages[i] || ret)
+				continue;
+			ret = dmirror_pt_store(dmirror,
+					       (addr >> PAGE_SHIFT) + i,
+					       pages[i], DPT_XA_TAG_ATOMIC,
+					       false);
+		}
+		mutex_unlock(&dmirror->mutex);
+		for (i = 0; i < got; i++) {
+			if (!pages[i]) {
+				ret = ret ?: -EBUSY;
+				continue;
+			}
+			unlock_page(pages[i]);
+			put_page(pages[i]);
+		}
+		if (!ret && got < n)
+			ret = -EBUSY;
+	}
+	mmap_read_unlock(mm);
+	mmput(mm);
+	kvfree(pages);
+	if (ret)
+		return ret;
+
+	/* Return the data for verification. */
+	return dmirror_read_back(dmirror, cmd, false);
+}
+
+/*
+ * HMM_DMIRROR_CHECK_EXCLUSIVE: -EPERM while any page is still atomic, and
+ * -EINVAL if part of the range is not mapped.
+ */
+int dmirror_check_exclusive(struct dmirror *dmirror,
+			    struct hmm_dmirror_cmd *cmd)
+{
+	struct mm_struct *mm = dmirror->notifier.mm;
+	unsigned long first = cmd->addr >> PAGE_SHIFT;
+	unsigned long last = first + cmd->npages - 1;
+	unsigned long idx;
+	void *entry;
+	int ret;
+
+	if (!mmget_not_zero(mm))
+		return -ENOENT;
+	mmap_read_lock(mm);
+	ret = dmirror_check_vmas(mm, cmd->addr,
+				 cmd->addr + (cmd->npages << PAGE_SHIFT), false);
+	mmap_read_unlock(mm);
+	mmput(mm);
+	if (ret)
+		return ret;
+
+	mutex_lock(&dmirror->mutex);
+	xa_for_each_range(&dmirror->pt, idx, entry, first, last) {
+		if (xa_pointer_tag(entry) == DPT_XA_TAG_ATOMIC) {
+			ret = -EPERM;
+			break;
+		}
+	}
+	mutex_unlock(&dmirror->mutex);
+	return ret;
+}

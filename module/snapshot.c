@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmirror-thp snapshot: HMM_DMIRROR_SNAPSHOT reports, one byte per page, what
+ * the CPU page table maps, as the device would see it through
+ * hmm_range_fault() without faulting anything in.  A device-private PMD of
+ * this device is reported with HMM_DMIRROR_PROT_PMD (hmm reports it with the
+ * PMD order, and the mirror page table holds it as one PMD-level entry).
+ *
+ * Locking: each PMD-aligned window registers a temporary interval notifier
+ * that only bumps its sequence; hmm_range_fault() runs under the mmap read
+ * lock, and the bytes are computed under dmirror->mutex once the sequence is
+ * known to be current, then copied to user space with no lock held.  The
+ * pfn and byte buffers are allocated once per call.
+ */
+#include <linux/hmm.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "dmirror.h"
+
+/* The SNAPSHOT byte of one hmm pfn; caller holds dmirror->mutex. */
+static unsigned char dmirror_mkentry(struct dmirror *dmirror,
+				     unsigned long vpfn, unsigned long hpfn)
+{
+	unsigned int order = hmm_pfn_to_map_order(hpfn);
+	unsigned char perm;
+	struct page *page;
+
+	if (hpfn & HMM_PFN_ERROR)
+		return HMM_DMIRROR_PROT_ERROR;
+	if (!(hpfn & HMM_PFN_VALID))
+		return HMM_DMIRROR_PROT_NONE;
+
+	page = hmm_pfn_to_page(hpfn);
+	if (is_device_private_page(page)) {
+		if (dmirror_is_local_page(dmirror->mdevice, page)) {
+			void *pmd = xa_load(&dmirror->pmd_pt,
+					    vpfn >> HPAGE_PMD_ORDER);
+
+			perm = HMM_DMIRROR_PROT_DEV_PRIVATE_LOCAL;
+			/* The mirror maps this device THP at PMD level. */
+			if (pmd && xa_untag_pointer(pmd) ==
+				   folio_page(page_folio(page), 0))
+				order = HPAGE_PMD_ORDER;
+		} else {
+			perm = HMM_DMIRROR_PROT_DEV_PRIVATE_REMOTE;
+		}
+	} else if (is_zero_pfn(page_to_pfn(page))) {
+		perm = HMM_DMIRROR_PROT_ZERO;
+	} else {
+		perm = HMM_DMIRROR_PROT_NONE;
+	}
+	perm |= (hpfn & HMM_PFN_WRITE) ? HMM_DMIRROR_PROT_WRITE :
+					 HMM_DMIRROR_PROT_READ;
+	if (order + PAGE_SHIFT == PMD_SHIFT)
+		perm |= HMM_DMIRROR_PROT_PMD;
+	else if (order + PAGE_SHIFT == PUD_SHIFT)
+		perm |= HMM_DMIRROR_PROT_PUD;
+	return perm;
+}
+
+struct dmirror_interval {
+	struct mmu_interval_notifier	notifier;
+	struct dmirror			*dmirror;
+};
+
+static bool dmirror_snapshot_invalidate(struct mmu_interval_notifier *mni,
+					const struct mmu_notifier_range *range,
+					unsigned long cur_seq)
+{
+	struct dmirror_interval *dmi =
+		container_of(mni, struct dmirror_interval, notifier);
+	struct dmirror *dmirror = dmi->dmirror;
+
+	if (mmu_notifier_range_blockable(range))
+		mutex_lock(&dmirror->mutex);
+	else if (!mutex_trylock(&dmirror->mutex))
+		return false;
+	/* Any invalidation in the interval invalidates the whole snapshot. */
+	mmu_interval_set_seq(mni, cur_seq);
+	mutex_unlock(&dmirror->mutex);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops dmirror_snapshot_ops = {
+	.invalidate = dmirror_snapshot_invalidate,
+};
+
+static int dmirror_range_snapshot(struct dmirror *dmirror,
+				  struct hmm_range *range, unsigned char *perm)
+{
+	struct mm_struct *mm = dmirror->notifier.mm;
+	unsigned long timeout =
+		jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
+	struct dmirror_interval notifier = { .dmirror = dmirror };
+	unsigned long i, n, vpfn;
+	int ret;
+
+	range->notifier = &notifier.notifier;
+	ret = mmu_interval_notifier_insert(range->notifier, mm, range->start,
+					   range->end - range->start,
+					   &dmirror_snapshot_ops);
+	if (ret)
+		return ret;
+
+	for (;;) {
+		if (time_after(jiffies, timeout)) {
+			ret = -EBUSY;
+			goto out;
+		}
+		range->notifier_seq = mmu_interval_read_begin(range->notifier);
+		mmap_read_lock(mm);
+		ret = hmm_range_fault(range);
+		mmap_read_unlock(mm);
+		if (ret == -EBUSY)
+			continue;
+		if (ret)
+			goto out;
+
+		mutex_lock(&dmirror->mutex);
+		if (!mmu_interval_read_retry(range->notifier,
+					     range->notifier_seq))
+			break;
+		mutex_unlock(&dmirror->mutex);
+	}
+
+	n = (range->end - range->start) >> PAGE_SHIFT;
+	vpfn = range->start >> PAGE_SHIFT;
+	for (i = 0; i < n; i++)
+		perm[i] = dmirror_mkentry(dmirror, vpfn + i, range->hmm_pfns[i]);
+	mutex_unlock(&dmirror->mutex);
+out:
+	mmu_interval_notifier_remove(range->notifier);
+	return ret;
+}
+
+/* HMM_DMIRROR_SNAPSHOT */
+int dmirror_snapshot(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
+{
+	struct mm_struct *mm = dmirror->notifier.mm;
+	unsigned long start = cmd->addr;
+	unsigned long end = start + (cmd->npages << PAGE_SHIFT);
+	char __user *uptr = u64_to_user_ptr(cmd->ptr);
+	struct hmm_range range = {
+		.dev_private_owner = dmirror->mdevice,
+	};
+	unsigned char *perm;
+	unsigned long addr;
+	int ret = 0;
+
+	range.hmm_pfns = kvcalloc(HPAGE_PMD_NR, sizeof(*range.hmm_pfns),
+				  GFP_KERNEL);
+	perm = kvmalloc(HPAGE_PMD_NR, GFP_KERNEL);
+	if (!range.hmm_pfns || !perm) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (!mmget_not_zero(mm)) {
+		ret = -ENOENT;
+		goto out;
+	}
+	for (addr = start; addr < end; addr = range.end) {
+		unsigned long n;
+
+		range.start = addr;
+		range.end = min(end, ALIGN_DOWN(addr, PMD_SIZE) + PMD_SIZE);
+		ret = dmirror_range_snapshot(dmirror, &range, perm);
+		if (ret)
+			break;
+
+		n = (range.end - range.start) >> PAGE_SHIFT;
+		if (copy_to_user(uptr, perm, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		cmd->cpages += n;
+		uptr += n;
+	}
+	mmput(mm);
+out:
+	kvfree(perm);
+	kvfree(range.hmm_pfns);
+	return ret;
+}
