@@ -13,7 +13,10 @@
  *   EFAULT  the ioctl argument, or cmd.ptr, is not a valid user pointer
  *   EINVAL  addr is not page aligned, npages is 0 or above
  *           DMIRROR_THP_MAX_PAGES, or addr + npages * PAGE_SIZE overflows
- *   ENOENT  the calling process has no mm (it is exiting)
+ *   EINVAL  the caller's mm is not the one that opened the device file
+ *   ENOENT  the calling process has no mm (it is exiting); after
+ *           MIGRATE_TO_DEV or EXCLUSIVE, a page of the range that the device
+ *           cannot read without a fault (as in test_hmm)
  *   EFAULT  part of the range is not mapped (READ, WRITE); SNAPSHOT
  *           instead reports HMM_DMIRROR_PROT_ERROR for such pages, as
  *           test_hmm does
@@ -26,6 +29,7 @@
 #define _UAPI_DMIRROR_THP_H
 
 #include <linux/types.h>
+#include <linux/const.h>
 #include <linux/ioctl.h>
 
 /**
@@ -45,7 +49,7 @@ struct hmm_dmirror_cmd {
 };
 
 /* Largest npages one command accepts (1 GiB of 4 KiB pages). */
-#define DMIRROR_THP_MAX_PAGES		(1ULL << 18)
+#define DMIRROR_THP_MAX_PAGES		_BITULL(18)
 
 /*
  * HMM_DMIRROR_READ: the device reads [addr, addr + npages pages) through its
@@ -92,7 +96,7 @@ struct hmm_dmirror_cmd {
  * or the system folio on a CPU fault or a migration to system memory.  The
  * flag clears itself when it fires, and the migration takes the split path.
  */
-#define HMM_DMIRROR_FLAG_FAIL_ALLOC	(1ULL << 0)
+#define HMM_DMIRROR_FLAG_FAIL_ALLOC	_BITULL(0)
 #define HMM_DMIRROR_FLAGS_ALL		HMM_DMIRROR_FLAG_FAIL_ALLOC
 
 /*
