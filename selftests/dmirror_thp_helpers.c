@@ -202,7 +202,7 @@ bool pm_pmd_enabled(void)
 {
 	const char *e = getenv("DMIRROR_THP_PAGEMAP_PMD");
 
-	return pm_enabled() && e && *e && *e != '0';
+	return pm_enabled() && !(e && *e == '0');
 }
 
 long pm_count(void *addr, size_t npages, uint64_t mask, uint64_t want)

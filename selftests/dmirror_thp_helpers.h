@@ -101,10 +101,9 @@ bool pm_enabled(void);
 /*
  * Reading pagemap over a device-private PMD: stock 6.12 has
  * VM_BUG_ON(!is_pmd_migration_entry(pmd)) in pagemap_pmd_range(), fatal with
- * CONFIG_DEBUG_VM=y (the guest config) unless the prereq series teaches it
- * device-private PMDs.  So these proofs are opt-in:
- * DMIRROR_THP_PAGEMAP_PMD=1.  PTE-level and system-side pagemap proofs are
- * always on.
+ * CONFIG_DEBUG_VM=y; the prereq series teaches it device-private PMDs.  On
+ * by default; DMIRROR_THP_PAGEMAP_PMD=0 turns these proofs off (for a kernel
+ * without the series' pagemap fix).
  */
 bool pm_pmd_enabled(void);
 

@@ -309,8 +309,7 @@ TEST_F(thp, migrate_anon_huge_zero_err)
 
 /*
  * pagemap over a device THP: PM_SWAP set, PM_PRESENT clear on every page.
- * Opt-in (DMIRROR_THP_PAGEMAP_PMD=1): stock 6.12 BUGs on it with
- * CONFIG_DEBUG_VM; see pm_pmd_enabled().
+ * Stock 6.12 BUGs on it with CONFIG_DEBUG_VM; see pm_pmd_enabled().
  */
 TEST_F(thp, pagemap_device_thp)
 {
@@ -319,7 +318,7 @@ TEST_F(thp, pagemap_device_thp)
 	struct dm_buf *b = DM_BUF(&self->c, DM_THP_SIZE, RW, DM_THP_ON);
 
 	if (!pm_pmd_enabled())
-		SKIP(return, "set DMIRROR_THP_PAGEMAP_PMD=1 once pagemap_pmd_range() handles device-private PMDs");
+		SKIP(return, "DMIRROR_THP_PAGEMAP_PMD=0: pagemap over device PMDs disabled");
 	dm_fill(b->ptr, DM_THP_SIZE, 12);
 	REQUIRE_SYS_THP(b->ptr, 1);
 	ASSERT_EQ(0, dm_to_dev(self->c.fd[0], b->ptr, DM_THP_PAGES, b->mirror, &cmd));

@@ -228,7 +228,7 @@ static inline int dm_run_child(int (*fn)(void *), void *arg, int timeout_s)
 /*
  * The full proof that nthp THPs at addr sit on device dev as device THPs:
  * every page a local device page inside a PMD (SNAPSHOT), none of them in
- * system memory (pagemap, when DMIRROR_THP_PAGEMAP_PMD=1), and the caller
+ * system memory (pagemap, unless DMIRROR_THP_PAGEMAP_PMD=0), and the caller
  * checks thp_to_dev.
  */
 #define ASSERT_DEV_THP(c, dev, addr, nthp) do {				\
