@@ -13,7 +13,7 @@
 
 SHELL := /bin/bash
 FLAVOR ?= normal
-PLAN ?= check
+PLAN ?= stock+thp
 export FLAVOR
 
 .PHONY: all deps tree kernel module tests initramfs check stock bench \

@@ -264,6 +264,12 @@ static void *mig_thread(void *p)
 	return NULL;
 }
 
+static unsigned long mig_done(const struct mig_arg *a)
+{
+	return __atomic_load_n(&a->ok, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&a->busy, __ATOMIC_RELAXED);
+}
+
 static inline uint64_t race_word(uint32_t k, size_t page)
 {
 	return ((uint64_t)(0x80000000u | k) << 32) | page;
@@ -285,7 +291,7 @@ TEST_F_TIMEOUT(race2, migrate_races_fault_back, 120)
 	struct dmirror_thp_stats st;
 	struct hmm_dmirror_cmd cmd;
 	struct dm_buf *b = DM_FILLED_BUF(&self->c, n * DM_THP_SIZE, true, 110);
-	double end = dm_now() + 3.0;
+	double end = dm_now() + 20.0;
 	uint32_t k = 0;
 	size_t i;
 	int t;
@@ -295,7 +301,13 @@ TEST_F_TIMEOUT(race2, migrate_races_fault_back, 120)
 					  .to_dev = t == 0, .stop = &stop };
 		ASSERT_EQ(0, pthread_create(&th[t], NULL, mig_thread, &ma[t]));
 	}
-	while (dm_now() < end && k < 200) {
+	/*
+	 * At least 200 rounds, and on until both migrators have run a few
+	 * times: under emulation the CPU loop can otherwise end before a
+	 * migrator thread is first scheduled, and nothing raced.
+	 */
+	while (dm_now() < end &&
+	       (k < 200 || mig_done(&ma[0]) < 3 || mig_done(&ma[1]) < 3)) {
 		k++;
 		for (i = 0; i < np; i += 37) {
 			volatile uint64_t *w = (uint64_t *)(b->ptr + i * DM_PAGE_SIZE);

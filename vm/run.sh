@@ -79,19 +79,34 @@ if [ "$PLAN" = --shell ]; then
 	exit 0
 fi
 
-[ -f "$TOP/vm/plans/$PLAN" ] || die "no plan vm/plans/$PLAN"
-RUN=$LOGDIR/$FLAVOR-$PLAN-$(date +%Y%m%d-%H%M%S)
+# PLAN may name several plans, a+b: each gets a guest boot of its own (so
+# that, for example, the stock driver's leaks don't count against the next
+# one's kmemleak scan), and the results are reported together.
+plans=$(echo "$PLAN" | tr '+' ' ')
+for p in $plans; do
+	[ -f "$TOP/vm/plans/$p" ] || die "no plan vm/plans/$p"
+done
+RUN=$LOGDIR/$FLAVOR-$(echo "$PLAN" | tr '+' '-')-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RUN"
 ln -sfn "$RUN" "$LOGDIR/latest"
-step "booting $FLAVOR kernel, plan '$PLAN' ($accel, $SMP vCPU, $MEM, limit ${TIMEOUT}s); logs in $RUN"
-t=$(now)
 rc=0
-qemu_cmd "$accel"
-timeout -s KILL "$TIMEOUT" "${QEMU[@]}" \
-	-serial file:"$RUN/console.log" -serial file:"$RUN/results.log" \
-	-append "console=ttyS0 panic=-1 tsc=reliable plan=$PLAN ${APPEND:-}" \
-	> "$RUN/qemu.log" 2>&1 || rc=$?
-took "$t" "guest run (qemu exit $rc)"
+: > "$RUN/console.log"
+: > "$RUN/results.log"
+for p in $plans; do
+	step "booting $FLAVOR kernel, plan '$p' ($accel, $SMP vCPU, $MEM, limit ${TIMEOUT}s); logs in $RUN"
+	t=$(now)
+	prc=0
+	qemu_cmd "$accel"
+	timeout -s KILL "$TIMEOUT" "${QEMU[@]}" \
+		-serial file:"$RUN/console-$p.log" -serial file:"$RUN/results-$p.log" \
+		-append "console=ttyS0 panic=-1 tsc=reliable plan=$p ${APPEND:-}" \
+		> "$RUN/qemu-$p.log" 2>&1 || prc=$?
+	took "$t" "guest run '$p' (qemu exit $prc)"
+	[ "$prc" = 1 ] || rc=$prc
+	cat "$RUN/console-$p.log" >> "$RUN/console.log"
+	cat "$RUN/results-$p.log" >> "$RUN/results.log"
+done
+nplans=$(echo "$plans" | wc -w)
 
 # Files the guest sent between "### FILE name" and "### FILE-END".
 awk -v dir="$RUN" '
@@ -100,7 +115,7 @@ awk -v dir="$RUN" '
 	/^### FILE / { f = dir "/" $3; printf "" > f; next }
 	f { print > f }' "$RUN/results.log"
 
-awk -v splats="$SPLATS" -v qrc="$rc" -v console="$RUN/console.log" '
+awk -v splats="$SPLATS" -v qrc="$rc" -v console="$RUN/console.log" -v nplans="$nplans" '
 function res(kind, name) {
 	n[kind]++
 	printf "%-7s %s\n", kind == "pass" ? "ok" : kind == "fail" ? "not ok" : "skip", name
@@ -109,7 +124,7 @@ function res(kind, name) {
 /^### FILE / { infile = 1; next }
 /^### FILE-END/ { infile = 0; next }
 infile { next }
-/^### BEGIN/ { begun = 1; print "guest: " substr($0, 5) }
+/^### BEGIN/ { begun++; print "guest: " substr($0, 5) }
 /^### SUITE / { suite = $3; seen = 0; bad = 0; next }
 /^### SUITE-END/ {
 	rc = $4; sub("rc=", "", rc)
@@ -119,7 +134,7 @@ infile { next }
 }
 /^### STEP ok / { res("pass", substr($0, 13)); next }
 /^### STEP not-ok / { res("fail", substr($0, 17)); next }
-/^### END/ { ended = 1; print "guest: " substr($0, 5); next }
+/^### END/ { ended++; print "guest: " substr($0, 5); next }
 suite != "" && /^(not )?ok [0-9]+/ {
 	line = $0; seen = 1
 	skip = (line ~ /# *[Ss][Kk][Ii][Pp]/)
@@ -130,10 +145,10 @@ suite != "" && /^(not )?ok [0-9]+/ {
 	next
 }
 END {
-	if (!begun)
-		res("fail", "guest: did not reach the test plan (qemu exit " qrc ")")
-	else if (!ended)
-		res("fail", "guest: did not finish the plan (timeout or crash, qemu exit " qrc ")")
+	if (begun < nplans)
+		res("fail", "guest: " nplans - begun " plan(s) did not start (qemu exit " qrc ")")
+	else if (ended < nplans)
+		res("fail", "guest: " nplans - ended " plan(s) did not finish (timeout or crash, qemu exit " qrc ")")
 	while ((getline l < console) > 0)
 		if (l ~ splats) {
 			sub(/\r$/, "", l)
