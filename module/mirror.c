@@ -418,30 +418,46 @@ int dmirror_read_back(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
 		      bool settle)
 {
 	unsigned long size = cmd->npages << PAGE_SHIFT;
-	unsigned long start = cmd->addr, end = start + size;
+	unsigned long end = cmd->addr + size, wstart, wend, start;
+	unsigned long cpages = 0;
 	struct dmirror_bounce bounce;
 	unsigned int tries;
 	int ret;
 
-	ret = dmirror_bounce_init(&bounce, start, size);
+	/*
+	 * A PMD at a time through one bounce buffer of at most PMD_SIZE: a
+	 * bounce of the whole range costs a large vmalloc (and a TLB flush of
+	 * every CPU at vfree) per command.
+	 */
+	ret = dmirror_bounce_init(&bounce, cmd->addr, min(size, PMD_SIZE));
 	if (ret)
 		return ret;
-	for (tries = 0; ; tries++) {
-		mutex_lock(&dmirror->mutex);
-		ret = dmirror_do_read(dmirror, start, end, &bounce);
-		mutex_unlock(&dmirror->mutex);
-		if (ret != -ENOENT || !settle || tries == DMIRROR_SETTLE_TRIES)
-			break;
-		if (tries)
-			usleep_range(500, 1000);
-		start = cmd->addr + (bounce.cpages << PAGE_SHIFT);
-		ret = dmirror_fault(dmirror, start, end, 0);
-		if (ret)
-			break;
+	for (wstart = cmd->addr; wstart < end && !ret; wstart = wend) {
+		wend = min(end, ALIGN_DOWN(wstart, PMD_SIZE) + PMD_SIZE);
+		bounce.addr = wstart;
+		bounce.cpages = 0;
+		start = wstart;
+		for (tries = 0; ; tries++) {
+			mutex_lock(&dmirror->mutex);
+			ret = dmirror_do_read(dmirror, start, wend, &bounce);
+			mutex_unlock(&dmirror->mutex);
+			if (ret != -ENOENT || !settle ||
+			    tries == DMIRROR_SETTLE_TRIES)
+				break;
+			if (tries)
+				usleep_range(500, 1000);
+			start = wstart + (bounce.cpages << PAGE_SHIFT);
+			ret = dmirror_fault(dmirror, start, wend, 0);
+			if (ret)
+				break;
+		}
+		cpages += bounce.cpages;
+		if (!ret && copy_to_user(u64_to_user_ptr(cmd->ptr) +
+					 (wstart - cmd->addr), bounce.ptr,
+					 wend - wstart))
+			ret = -EFAULT;
 	}
-	if (!ret && copy_to_user(u64_to_user_ptr(cmd->ptr), bounce.ptr, size))
-		ret = -EFAULT;
-	cmd->cpages = bounce.cpages;
+	cmd->cpages = cpages;
 	dmirror_bounce_fini(&bounce);
 	return ret;
 }

@@ -30,7 +30,7 @@ qemu_cmd()
 {
 	case $1 in
 	kvm) QEMU=(-accel kvm -cpu kvm64) ;;
-	*) QEMU=(-accel tcg,thread=multi -cpu max) ;;
+	*) QEMU=(-accel tcg,thread=multi -cpu max,-erms,-fsrm) ;;
 	esac
 	[ "${2:-}" = --no-initrd ] || QEMU+=(-initrd "$INITRD")
 	QEMU=(qemu-system-x86_64 -M pc "${QEMU[@]}" -smp "$SMP" -m "$MEM"
