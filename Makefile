@@ -17,7 +17,7 @@ PLAN ?= stock+thp
 export FLAVOR
 
 .PHONY: all deps tree kernel module tests initramfs check stock bench \
-	stress shell negative bisect-check callers checkpatch module-check clean
+	stress stress-lowmem lifecycle shell negative bisect-check callers checkpatch module-check clean
 
 all: initramfs
 
@@ -59,6 +59,14 @@ bench: initramfs
 
 stress: initramfs
 	@APPEND="$${STRESS_SECONDS:+dm_STRESS_SECONDS=$$STRESS_SECONDS}" vm/run.sh stress
+
+# The stress plan in a guest barely larger than its working set, so that
+# system-side THP allocations fail for real.
+stress-lowmem: initramfs
+	@MEM=$${MEM:-256M} APPEND="$${STRESS_SECONDS:+dm_STRESS_SECONDS=$$STRESS_SECONDS}" vm/run.sh stress
+
+lifecycle: initramfs
+	@vm/run.sh lifecycle
 
 shell: initramfs
 	@vm/run.sh --shell

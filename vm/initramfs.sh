@@ -13,6 +13,9 @@ rm -rf "$R"
 mkdir -p "$R"/bin "$R"/dev "$R"/proc "$R"/sys "$R"/tmp "$R"/lib/modules \
 	"$R"/selftests "$R"/plans "$R"/root "$R"/host
 cp "$BUSYBOX" "$R/bin/busybox"
+mkdir -p "$R/etc"
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' > "$R/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$R/etc/group"
 cp "$TOP/vm/init" "$R/init"
 chmod 755 "$R/init"
 cp "$TOP"/vm/plans/* "$R/plans/"
