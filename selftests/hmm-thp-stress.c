@@ -73,6 +73,17 @@ static uint64_t seed;
 static const char *device = "/dev/hmm_dmirror0";
 static volatile int stop;
 
+/*
+ * Under fault injection a VMA operation may fail with ENOMEM, and then it
+ * changed nothing: count it and try again (bounded).
+ */
+#define RETRY_ENOMEM(w, expr) ({					\
+	int __r, __n = 0;						\
+	while ((__r = (expr)) && errno == ENOMEM && __n++ < 100000)	\
+		(w)->soft_errors++;					\
+	__r;								\
+})
+
 static uint64_t rnd(struct worker *w)
 {
 	/* xorshift64*: cheap, and reproducible from the seed. */
@@ -277,11 +288,11 @@ static int one_op(struct worker *w)
 		break;
 	case OP_MUNMAP_REMAP:
 		subrange(w, &first, &n);
-		if (munmap(rg->addr + first * PAGE, n * PAGE) ||
-		    mmap(rg->addr + first * PAGE, n * PAGE,
-			 PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-			    MAP_FAILED) {
+		if (RETRY_ENOMEM(w, munmap(rg->addr + first * PAGE, n * PAGE)) ||
+		    RETRY_ENOMEM(w, mmap(rg->addr + first * PAGE, n * PAGE,
+					 PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+					 -1, 0) == MAP_FAILED ? -1 : 0)) {
 			snprintf(w->failure, sizeof(w->failure),
 				 "munmap/remap: %s", strerror(errno));
 			return -1;
@@ -290,18 +301,31 @@ static int one_op(struct worker *w)
 		break;
 	case OP_MPROTECT:
 		subrange(w, &first, &n);
-		if (mprotect(rg->addr + first * PAGE, n * PAGE, PROT_READ))
+		if (RETRY_ENOMEM(w, mprotect(rg->addr + first * PAGE, n * PAGE,
+					     PROT_READ))) {
+			snprintf(w->failure, sizeof(w->failure),
+				 "mprotect(PROT_READ): %s", strerror(errno));
 			return -1;
+		}
 		for (p = first; p < first + n && !ret; p++)
 			ret = check_page(w, (uint64_t *)(rg->addr + p * PAGE),
 					 r, p, "read-only read");
-		if (mprotect(rg->addr + first * PAGE, n * PAGE,
-			     PROT_READ | PROT_WRITE))
+		if (RETRY_ENOMEM(w, mprotect(rg->addr + first * PAGE, n * PAGE,
+					     PROT_READ | PROT_WRITE))) {
+			snprintf(w->failure, sizeof(w->failure),
+				 "mprotect(PROT_READ | PROT_WRITE): %s",
+				 strerror(errno));
 			return -1;
+		}
 		break;
 	case OP_DONTNEED:
 		subrange(w, &first, &n);
-		madvise(rg->addr + first * PAGE, n * PAGE, MADV_DONTNEED);
+		if (RETRY_ENOMEM(w, madvise(rg->addr + first * PAGE, n * PAGE,
+					    MADV_DONTNEED))) {
+			snprintf(w->failure, sizeof(w->failure),
+				 "MADV_DONTNEED: %s", strerror(errno));
+			return -1;
+		}
 		memset(&rg->gen[first], 0, n * sizeof(rg->gen[0]));
 		break;
 	case OP_FORK:
