@@ -15,7 +15,7 @@ if [ ! -f "$B/.config" ]; then
 	"${KM[@]}" defconfig >/dev/null
 	"$KSRC/scripts/config" --file "$B/.config" -e TRANSPARENT_HUGEPAGE \
 		-e MEMORY_HOTPLUG -e MEMORY_HOTREMOVE -e ZONE_DEVICE -e DEVICE_PRIVATE \
-		-e HMM_MIRROR -e RUNTIME_TESTING_MENU -m TEST_HMM -e DRM -m DRM_NOUVEAU \
+		-e HMM_MIRROR -e STAGING -e RUNTIME_TESTING_MENU -m TEST_HMM -e DRM -m DRM_NOUVEAU \
 		-e DRM_NOUVEAU_SVM -m DRM_AMDGPU -e HSA_AMD -e HSA_AMD_SVM
 	"${KM[@]}" olddefconfig >/dev/null
 	for o in DRM_NOUVEAU_SVM HSA_AMD_SVM DEVICE_PRIVATE; do
@@ -26,7 +26,7 @@ t=$(now)
 step "compiling the in-tree callers"
 "${KM[@]}" prepare
 "${KM[@]}" lib/test_hmm.o drivers/gpu/drm/nouveau/nouveau_dmem.o \
-	drivers/gpu/drm/nouveau/nouveau_svm.o mm/ \
+	drivers/gpu/drm/nouveau/nouveau_svm.o \
 	drivers/gpu/drm/amd/amdgpu/../amdkfd/kfd_migrate.o \
 	drivers/gpu/drm/amd/amdgpu/../amdkfd/kfd_svm.o ||
 	die "an in-tree caller does not compile"
