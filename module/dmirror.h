@@ -71,6 +71,7 @@ enum dmirror_stat {
 #define DMIRROR_FLAG_FAIL_ALLOC_BIT	0
 
 struct dmirror_device;
+struct hmm_range;
 
 /**
  * struct dmirror_chunk - one range of device-private memory
@@ -178,6 +179,7 @@ int dmirror_read_back(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
 int dmirror_exclusive(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
 int dmirror_check_exclusive(struct dmirror *dmirror,
 			    struct hmm_dmirror_cmd *cmd);
+int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range);
 int dmirror_pt_store(struct dmirror *dmirror, unsigned long vpfn,
 		     struct page *page, unsigned long tag, bool pmd);
 

@@ -239,8 +239,15 @@ static int dmirror_do_fault(struct dmirror *dmirror, struct hmm_range *range)
 	return 0;
 }
 
-static int dmirror_range_fault(struct dmirror *dmirror,
-			       struct hmm_range *range)
+/**
+ * dmirror_hmm_fault_locked() - hmm_range_fault() until the result is stable
+ * @dmirror: the mirror
+ * @range:   the range, with its notifier set
+ *
+ * Return: 0 with dmirror->mutex held and @range->hmm_pfns valid until it is
+ * dropped, or an error (-EBUSY after HMM_RANGE_DEFAULT_TIMEOUT) without it.
+ */
+int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range)
 {
 	struct mm_struct *mm = dmirror->notifier.mm;
 	unsigned long timeout =
@@ -263,9 +270,18 @@ static int dmirror_range_fault(struct dmirror *dmirror,
 		mutex_lock(&dmirror->mutex);
 		if (!mmu_interval_read_retry(range->notifier,
 					     range->notifier_seq))
-			break;
+			return 0;
 		mutex_unlock(&dmirror->mutex);
 	}
+}
+
+static int dmirror_range_fault(struct dmirror *dmirror,
+			       struct hmm_range *range)
+{
+	int ret = dmirror_hmm_fault_locked(dmirror, range);
+
+	if (ret)
+		return ret;
 	ret = dmirror_do_fault(dmirror, range);
 	mutex_unlock(&dmirror->mutex);
 	return ret;

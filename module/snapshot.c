@@ -92,8 +92,6 @@ static int dmirror_range_snapshot(struct dmirror *dmirror,
 				  struct hmm_range *range, unsigned char *perm)
 {
 	struct mm_struct *mm = dmirror->notifier.mm;
-	unsigned long timeout =
-		jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
 	struct dmirror_interval notifier = { .dmirror = dmirror };
 	unsigned long i, n, vpfn;
 	int ret;
@@ -105,26 +103,9 @@ static int dmirror_range_snapshot(struct dmirror *dmirror,
 	if (ret)
 		return ret;
 
-	for (;;) {
-		if (time_after(jiffies, timeout)) {
-			ret = -EBUSY;
-			goto out;
-		}
-		range->notifier_seq = mmu_interval_read_begin(range->notifier);
-		mmap_read_lock(mm);
-		ret = hmm_range_fault(range);
-		mmap_read_unlock(mm);
-		if (ret == -EBUSY)
-			continue;
-		if (ret)
-			goto out;
-
-		mutex_lock(&dmirror->mutex);
-		if (!mmu_interval_read_retry(range->notifier,
-					     range->notifier_seq))
-			break;
-		mutex_unlock(&dmirror->mutex);
-	}
+	ret = dmirror_hmm_fault_locked(dmirror, range);
+	if (ret)
+		goto out;
 
 	n = (range->end - range->start) >> PAGE_SHIFT;
 	vpfn = range->start >> PAGE_SHIFT;
