@@ -49,9 +49,17 @@ static const char *const op_names[OP_NR] = {
 	"fail_alloc",
 };
 
+#define HISTORY		8
+
 struct region {
 	char *addr;
 	uint32_t gen[NPAGES];	/* 0: the page reads as zeroes */
+	/* The last operations on the region, for a mismatch report. */
+	struct {
+		unsigned char op;
+		unsigned short first, n;
+	} hist[HISTORY];
+	unsigned int nhist;
 };
 
 struct worker {
@@ -65,7 +73,8 @@ struct worker {
 	uint64_t soft_errors;	/* ENOMEM / EBUSY: allowed under pressure */
 	uint64_t bytes_verified;
 	uint64_t mismatches;
-	char failure[160];
+	unsigned long first, n;	/* the range of the current operation */
+	char failure[512];
 };
 
 static int nr_threads = 4, nr_regions = 2, seconds = 60;
@@ -215,6 +224,34 @@ static void subrange(struct worker *w, unsigned long *first, unsigned long *n)
 {
 	*first = rnd(w) % NPAGES;
 	*n = 1 + rnd(w) % (NPAGES - *first);
+	w->first = *first;
+	w->n = *n;
+}
+
+static void history_add(struct region *rg, enum op op, unsigned long first,
+			unsigned long n)
+{
+	unsigned int i = rg->nhist++ % HISTORY;
+
+	rg->hist[i].op = op;
+	rg->hist[i].first = first;
+	rg->hist[i].n = n;
+}
+
+/* Append the region's recent operations, oldest first, to the failure. */
+static void history_report(struct worker *w, const struct region *rg)
+{
+	size_t len = strlen(w->failure);
+	unsigned int i, k;
+
+	i = rg->nhist > HISTORY ? rg->nhist - HISTORY : 0;
+	for (; i < rg->nhist && len < sizeof(w->failure) - 40; i++) {
+		k = i % HISTORY;
+		len += snprintf(w->failure + len, sizeof(w->failure) - len,
+				"; %s[%u+%u]",
+				op_names[rg->hist[k].op], rg->hist[k].first,
+				rg->hist[k].n);
+	}
 }
 
 static int do_fork(struct worker *w, int r)
@@ -256,6 +293,8 @@ static int one_op(struct worker *w)
 	int ret = 0;
 
 	w->ops[op]++;
+	w->first = 0;
+	w->n = NPAGES;
 	switch (op) {
 	case OP_TO_DEV:
 		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_DEV, rg->addr, NPAGES);
@@ -338,10 +377,14 @@ static int one_op(struct worker *w)
 	case OP_NR:
 		break;
 	}
+	history_add(rg, op, w->first, w->n);
 	if (ret < 0)
 		return -1;
 	/* Every operation ends with a full check, mostly through the device. */
-	return rnd(w) % 4 ? verify_device(w, r) : verify_cpu(w, r);
+	ret = rnd(w) % 4 ? verify_device(w, r) : verify_cpu(w, r);
+	if (ret && w->mismatches)
+		history_report(w, rg);
+	return ret;
 }
 
 static void *worker_main(void *arg)
