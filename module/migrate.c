@@ -12,9 +12,9 @@
  *
  * Locking: the ioctls hold the mmap read lock of the mirrored mm across
  * setup, copy, pages and finalize; device allocation may take devmem_lock
- * under it.  dmirror->mutex is taken only to record the result in the mirror
- * page table.  The helpers for the device to system copy take no lock and
- * sleep only in page allocation.
+ * under it.  dmirror->mutex is not taken: the mirror page table learns of
+ * the moved pages from hmm_range_fault().  The helpers for the device to
+ * system copy take no lock and sleep only in page allocation.
  */
 #include <linux/gfp.h>
 #include <linux/highmem.h>
@@ -141,33 +141,29 @@ static int dmirror_answer_to_dev(struct dmirror_device *mdevice,
 	return ret;
 }
 
-/* Record the pages that moved in the mirror page table. */
-static int dmirror_map_to_dev(struct dmirror *dmirror,
-			      struct migrate_vma *args)
+/*
+ * Count the pages that moved.  They are not recorded in the mirror page
+ * table here: between migrate_vma_setup() and migrate_vma_finalize() a
+ * concurrent MADV_DONTNEED (it takes the mmap lock for read only) can zap
+ * the migration entries, and an entry recorded now would then outlive the
+ * device page.  The next device access finds them with hmm_range_fault(),
+ * under the notifier sequence.
+ */
+static void dmirror_count_to_dev(struct dmirror_device *mdevice,
+				 struct migrate_vma *args)
 {
-	struct dmirror_device *mdevice = dmirror->mdevice;
-	unsigned long vpfn = args->start >> PAGE_SHIFT;
 	unsigned long i, nr;
-	int ret = 0;
 
-	mutex_lock(&dmirror->mutex);
-	for (i = 0; i < args->npages && !ret; i += nr) {
-		unsigned long dst = args->dst[i];
-		struct page *dpage = migrate_pfn_to_page(dst);
-		bool pmd = dst & MIGRATE_PFN_COMPOUND;
-		unsigned long tag;
+	for (i = 0; i < args->npages; i += nr) {
+		bool pmd = args->dst[i] & MIGRATE_PFN_COMPOUND;
 
 		nr = pmd ? HPAGE_PMD_NR : 1;
-		if (!dpage || !(args->src[i] & MIGRATE_PFN_MIGRATE))
+		if (!migrate_pfn_to_page(args->dst[i]) ||
+		    !(args->src[i] & MIGRATE_PFN_MIGRATE))
 			continue;
-		tag = (dst & MIGRATE_PFN_WRITE) ? DPT_XA_TAG_WRITE :
-						  DPT_XA_TAG_READ;
-		ret = dmirror_pt_store(dmirror, vpfn + i, dpage, tag, pmd);
 		dmirror_count(mdevice, pmd ? DSTAT_THP_TO_DEV : DSTAT_BASE_TO_DEV,
 			      1);
 	}
-	mutex_unlock(&dmirror->mutex);
-	return ret;
 }
 
 /* Next window: at most one PMD, within the vma. */
@@ -216,10 +212,10 @@ int dmirror_migrate_to_device(struct dmirror *dmirror,
 			break;
 		refused = dmirror_answer_to_dev(dmirror->mdevice, &args);
 		migrate_vma_pages(&args);
-		ret = dmirror_map_to_dev(dmirror, &args);
+		dmirror_count_to_dev(dmirror->mdevice, &args);
 		migrate_vma_finalize(&args);
-		if (ret || refused) {
-			ret = ret ?: refused;
+		if (refused) {
+			ret = refused;
 			break;
 		}
 	}
