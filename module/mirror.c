@@ -239,13 +239,38 @@ static int dmirror_do_fault(struct dmirror *dmirror, struct hmm_range *range)
 	return 0;
 }
 
+/*
+ * hmm_range_fault() turns every VM_FAULT_ERROR into -EFAULT, VM_FAULT_OOM
+ * included.  If the whole range is mapped anonymous memory with the access
+ * asked for, the fault failed for memory: report that as -ENOMEM, which a
+ * caller may retry.  Caller holds the mmap read lock.
+ */
+static int dmirror_fault_errno(struct mm_struct *mm, struct hmm_range *range)
+{
+	vm_flags_t need = VM_READ;
+	unsigned long addr = range->start;
+	struct vm_area_struct *vma;
+
+	if (range->default_flags & HMM_PFN_REQ_WRITE)
+		need |= VM_WRITE;
+	while (addr < range->end) {
+		vma = vma_lookup(mm, addr);
+		if (!vma || !vma_is_anonymous(vma) ||
+		    (vma->vm_flags & need) != need)
+			return -EFAULT;
+		addr = vma->vm_end;
+	}
+	return -ENOMEM;
+}
+
 /**
  * dmirror_hmm_fault_locked() - hmm_range_fault() until the result is stable
  * @dmirror: the mirror
  * @range:   the range, with its notifier set
  *
  * Return: 0 with dmirror->mutex held and @range->hmm_pfns valid until it is
- * dropped, or an error (-EBUSY after HMM_RANGE_DEFAULT_TIMEOUT) without it.
+ * dropped, or an error without it: -EBUSY after HMM_RANGE_DEFAULT_TIMEOUT,
+ * -EFAULT for a range the access is not allowed to, -ENOMEM.
  */
 int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range)
 {
@@ -261,6 +286,8 @@ int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range)
 		range->notifier_seq = mmu_interval_read_begin(range->notifier);
 		mmap_read_lock(mm);
 		ret = hmm_range_fault(range);
+		if (ret == -EFAULT)
+			ret = dmirror_fault_errno(mm, range);
 		mmap_read_unlock(mm);
 		if (ret == -EBUSY)
 			continue;
