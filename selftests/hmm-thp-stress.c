@@ -321,9 +321,17 @@ static int one_op(struct worker *w)
 				  pattern(w, r, p, gen));
 		}
 		ret = dmirror(w, HMM_DMIRROR_WRITE, rg->addr + first * PAGE, n);
-		if (!ret)
+		if (!ret) {
 			for (p = first; p < first + n; p++)
 				rg->gen[p] = rg->gen[p] + 1 ? rg->gen[p] + 1 : 1;
+		} else if (ret > 0) {
+			/*
+			 * A write that failed for memory may have written a
+			 * prefix: write the same next generation from the CPU.
+			 */
+			write_pages(w, r, first, n);
+			ret = 0;
+		}
 		break;
 	case OP_MUNMAP_REMAP:
 		subrange(w, &first, &n);
