@@ -7,13 +7,17 @@
  * random operations (migrate to the device, fault back by reading or
  * writing, migrate to system memory, device writes, partial munmap and
  * remap, mprotect, MADV_DONTNEED, fork with the child verifying and
- * writing, FAIL_ALLOC toggles) and verifies every byte after every
- * operation, through the device or through the CPU.
+ * writing, FAIL_ALLOC toggles, and a refresh that maps the whole region
+ * afresh so that THPs keep coming back after the splits) and verifies
+ * every byte after every operation, through the device or through the CPU.
  *
  * Output is TAP: one test line per worker and a summary with the
  * operation counts, the bytes verified and any mismatch.
  *
- * hmm-thp-stress [-t threads] [-s seconds] [-S seed] [-r regions] [-d dev]
+ * hmm-thp-stress [-t threads] [-s seconds] [-S seed] [-r regions] [-d dev] [-T]
+ *
+ * -T fails the run unless the device moved at least one THP whole in each
+ * direction (for guests with memory to spare for THPs).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,13 +44,25 @@
 enum op {
 	OP_TO_DEV, OP_READ_FAULT, OP_WRITE_FAULT, OP_TO_SYS, OP_DEV_WRITE,
 	OP_MUNMAP_REMAP, OP_MPROTECT, OP_DONTNEED, OP_FORK, OP_FAIL_ALLOC,
-	OP_NR,
+	OP_REFRESH, OP_NR,
 };
 
 static const char *const op_names[OP_NR] = {
 	"migrate_to_dev", "read_fault", "write_fault", "migrate_to_sys",
 	"device_write", "munmap_remap", "mprotect", "dontneed", "fork",
-	"fail_alloc",
+	"fail_alloc", "refresh",
+};
+
+/*
+ * How often each operation is picked.  The ones that keep THPs whole
+ * (migrations, refresh) outweigh the ones that split them, so that most
+ * migrations see a PMD-mapped folio rather than the debris of a split.
+ */
+static const unsigned int op_weight[OP_NR] = {
+	[OP_TO_DEV] = 4, [OP_READ_FAULT] = 2, [OP_WRITE_FAULT] = 1,
+	[OP_TO_SYS] = 2, [OP_DEV_WRITE] = 2, [OP_MUNMAP_REMAP] = 1,
+	[OP_MPROTECT] = 1, [OP_DONTNEED] = 1, [OP_FORK] = 1,
+	[OP_FAIL_ALLOC] = 1, [OP_REFRESH] = 2,
 };
 
 #define HISTORY		8
@@ -77,7 +93,7 @@ struct worker {
 	char failure[512];
 };
 
-static int nr_threads = 4, nr_regions = 2, seconds = 60;
+static int nr_threads = 4, nr_regions = 2, seconds = 60, need_thp;
 static uint64_t seed;
 static const char *device = "/dev/hmm_dmirror0";
 static volatile int stop;
@@ -283,11 +299,24 @@ static int do_fork(struct worker *w, int r)
 	return 0;
 }
 
+static enum op pick_op(struct worker *w)
+{
+	unsigned int total = 0, x;
+	int op;
+
+	for (op = 0; op < OP_NR; op++)
+		total += op_weight[op];
+	x = rnd(w) % total;
+	for (op = 0; x >= op_weight[op]; op++)
+		x -= op_weight[op];
+	return op;
+}
+
 static int one_op(struct worker *w)
 {
 	int r = rnd(w) % nr_regions;
 	struct region *rg = &w->region[r];
-	enum op op = rnd(w) % OP_NR;
+	enum op op = pick_op(w);
 	unsigned long first, n, p;
 	uint64_t flags;
 	int ret = 0;
@@ -378,8 +407,22 @@ static int one_op(struct worker *w)
 	case OP_FORK:
 		ret = do_fork(w, r);
 		break;
+	case OP_REFRESH:
+		/* Partial unmaps leave base pages: start over with a THP. */
+		if (RETRY_ENOMEM(w, mmap(rg->addr, THP, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+					 -1, 0) == MAP_FAILED ? -1 : 0)) {
+			snprintf(w->failure, sizeof(w->failure),
+				 "refresh: %s", strerror(errno));
+			return -1;
+		}
+		madvise(rg->addr, THP, MADV_HUGEPAGE);
+		memset(rg->gen, 0, sizeof(rg->gen));
+		write_pages(w, r, 0, NPAGES);
+		break;
 	case OP_FAIL_ALLOC:
-		flags = HMM_DMIRROR_FLAG_FAIL_ALLOC;
+		/* Arm or disarm the device's one-shot large-allocation failure. */
+		flags = rnd(w) & 1 ? HMM_DMIRROR_FLAG_FAIL_ALLOC : 0;
 		ret = dmirror(w, HMM_DMIRROR_FLAGS, NULL, flags);
 		break;
 	case OP_NR:
@@ -451,10 +494,35 @@ static int pools_balanced(int fd, const struct dmirror_thp_stats *before,
 	       free + st.resident_pages == st.capacity_pages;
 }
 
+/*
+ * What the device did during the run.  With -T, THPs must have moved whole
+ * both ways, or the run did not exercise what it is for.
+ */
+static int print_counters(int fd, const struct dmirror_thp_stats *before)
+{
+	struct dmirror_thp_stats st;
+
+	if (read_stats(fd, &st))
+		return -1;
+#define DELTA(f) (unsigned long long)(st.f - before->f)
+	printf("# device: thp_to_dev %llu, base_to_dev %llu, thp_to_sys %llu, base_to_sys %llu\n",
+	       DELTA(thp_to_dev), DELTA(base_to_dev), DELTA(thp_to_sys),
+	       DELTA(base_to_sys));
+	printf("# device: split_migrate %llu, split_fault %llu, split_callback %llu, alloc_fail_inject %llu, alloc_fail_real %llu, cpu_faults %llu\n",
+	       DELTA(split_migrate), DELTA(split_fault), DELTA(split_callback),
+	       DELTA(alloc_fail_inject), DELTA(alloc_fail_real),
+	       DELTA(cpu_faults));
+	if (need_thp && (st.thp_to_dev == before->thp_to_dev ||
+			 st.thp_to_sys == before->thp_to_sys))
+		return -1;
+	return 0;
+#undef DELTA
+}
+
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-t threads] [-s seconds] [-S seed] [-r regions] [-d device]\n",
+		"usage: %s [-t threads] [-s seconds] [-S seed] [-r regions] [-d device] [-T]\n",
 		prog);
 	exit(2);
 }
@@ -468,13 +536,14 @@ int main(int argc, char **argv)
 	char why[256];
 
 	seed = time(NULL);
-	while ((opt = getopt(argc, argv, "t:s:S:r:d:h")) != -1) {
+	while ((opt = getopt(argc, argv, "t:s:S:r:d:Th")) != -1) {
 		switch (opt) {
 		case 't': nr_threads = atoi(optarg); break;
 		case 's': seconds = atoi(optarg); break;
 		case 'S': seed = strtoull(optarg, NULL, 0); break;
 		case 'r': nr_regions = atoi(optarg); break;
 		case 'd': device = optarg; break;
+		case 'T': need_thp = 1; break;
 		default: usage(argv[0]);
 		}
 	}
@@ -482,7 +551,7 @@ int main(int argc, char **argv)
 	    nr_regions < 1 || nr_regions > MAX_REGIONS)
 		usage(argv[0]);
 
-	printf("TAP version 13\n1..%d\n", nr_threads + 1);
+	printf("TAP version 13\n1..%d\n", nr_threads + 2);
 	printf("# hmm-thp-stress: %d threads x %d regions, %d s, seed %#llx, %s\n",
 	       nr_threads, nr_regions, seconds, (unsigned long long)seed, device);
 	fflush(stdout);
@@ -539,6 +608,13 @@ int main(int argc, char **argv)
 	} else {
 		failed++;
 		printf("not ok %d pools balanced: %s\n", nr_threads + 1, why);
+	}
+	if (print_counters(fd, &before)) {
+		failed++;
+		printf("not ok %d THPs moved whole both ways\n", nr_threads + 2);
+	} else {
+		printf("ok %d THPs moved whole both ways%s\n", nr_threads + 2,
+		       need_thp ? "" : " # SKIP not required (no -T)");
 	}
 	close(fd);
 	for (j = 0; j < OP_NR; j++)
