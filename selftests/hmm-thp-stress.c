@@ -8,8 +8,9 @@
  * writing, migrate to system memory, device writes, partial munmap and
  * remap, mprotect, MADV_DONTNEED, fork with the child verifying and
  * writing, FAIL_ALLOC toggles, and a refresh that maps the whole region
- * afresh so that THPs keep coming back after the splits) and verifies
- * every byte after every operation, through the device or through the CPU.
+ * afresh, written or empty, so that THPs keep coming back after the
+ * splits) and verifies every byte after every operation, through the
+ * device or through the CPU.
  *
  * Output is TAP: one test line per worker and a summary with the
  * operation counts, the bytes verified and any mismatch.
@@ -418,7 +419,14 @@ static int one_op(struct worker *w)
 		}
 		madvise(rg->addr, THP, MADV_HUGEPAGE);
 		memset(rg->gen, 0, sizeof(rg->gen));
-		write_pages(w, r, 0, NPAGES);
+		/*
+		 * Half the time leave it empty: migrating an empty PMD gives
+		 * a device THP even when the system has none to give, and
+		 * bringing that back is where a failing system-side THP
+		 * allocation falls back to a split.
+		 */
+		if (rnd(w) & 1)
+			write_pages(w, r, 0, NPAGES);
 		break;
 	case OP_FAIL_ALLOC:
 		/* Arm or disarm the device's one-shot large-allocation failure. */
