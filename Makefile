@@ -63,7 +63,7 @@ stress: initramfs
 # The stress plan in a guest barely larger than its working set, so that
 # system-side THP allocations fail for real.
 stress-lowmem: initramfs
-	@MEM=$${MEM:-256M} APPEND="$${STRESS_SECONDS:+dm_STRESS_SECONDS=$$STRESS_SECONDS}" vm/run.sh stress
+	@MEM=$${MEM:-128M} APPEND="$${STRESS_SECONDS:+dm_STRESS_SECONDS=$$STRESS_SECONDS}" vm/run.sh stress
 
 lifecycle: initramfs
 	@vm/run.sh lifecycle
