@@ -512,7 +512,7 @@ static int print_counters(int fd, const struct dmirror_thp_stats *before)
 
 	if (read_stats(fd, &st))
 		return -1;
-#define DELTA(f) (unsigned long long)(st.f - before->f)
+#define DELTA(f) ((unsigned long long)(st.f - before->f))
 	printf("# device: thp_to_dev %llu, base_to_dev %llu, thp_to_sys %llu, base_to_sys %llu\n",
 	       DELTA(thp_to_dev), DELTA(base_to_dev), DELTA(thp_to_sys),
 	       DELTA(base_to_sys));
@@ -546,13 +546,26 @@ int main(int argc, char **argv)
 	seed = time(NULL);
 	while ((opt = getopt(argc, argv, "t:s:S:r:d:Th")) != -1) {
 		switch (opt) {
-		case 't': nr_threads = atoi(optarg); break;
-		case 's': seconds = atoi(optarg); break;
-		case 'S': seed = strtoull(optarg, NULL, 0); break;
-		case 'r': nr_regions = atoi(optarg); break;
-		case 'd': device = optarg; break;
-		case 'T': need_thp = 1; break;
-		default: usage(argv[0]);
+		case 't':
+			nr_threads = atoi(optarg);
+			break;
+		case 's':
+			seconds = atoi(optarg);
+			break;
+		case 'S':
+			seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'r':
+			nr_regions = atoi(optarg);
+			break;
+		case 'd':
+			device = optarg;
+			break;
+		case 'T':
+			need_thp = 1;
+			break;
+		default:
+			usage(argv[0]);
 		}
 	}
 	if (nr_threads < 1 || nr_threads > 64 || seconds < 1 ||
