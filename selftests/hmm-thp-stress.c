@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -284,6 +285,10 @@ static int do_fork(struct worker *w, int r)
 		return 0;
 	}
 	if (!pid) {
+		/* Holding the device open, it must not outlive a killed parent. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
 		/* The child sees the parent's data, then writes its own. */
 		if (verify_cpu(w, r))
 			_exit(1);
