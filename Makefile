@@ -15,11 +15,14 @@ SHELL := /bin/bash
 FLAVOR ?= normal
 PLAN ?= stock+thp
 export FLAVOR
+# When this make started, for the closing summary of what each step took.
+T0 := $(shell date +%s)
 
 .PHONY: all deps tree kernel module tests initramfs check stock bench \
 	stress stress-lowmem lifecycle shell negative bisect-check callers checkpatch module-check clean
 
 all: initramfs
+	@vm/times.sh $(T0)
 
 deps:
 	@vm/deps.sh
@@ -53,8 +56,8 @@ stock: kernel
 BENCH_SIZES ?= 2,8,64,512
 BENCH_ITERS ?= 5
 bench: initramfs
-	@MEM=$${MEM:-4G} APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS)" \
-		vm/run.sh bench || true
+	@MEM=$${MEM:-4G} APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) $(if $(BASELINE),dm_BASELINE=$(BASELINE))" \
+		vm/run.sh bench
 	@vm/bench-report.sh
 
 stress: initramfs

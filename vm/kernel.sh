@@ -7,14 +7,10 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need make gcc ccache bison flex bc
 
-export CCACHE_DIR=$CACHE/ccache
-export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
-export CCACHE_COMPILERCHECK=content
-# Stable build strings: ccache hits across rebuilds and clean clones.
-export KBUILD_BUILD_TIMESTAMP="2026-01-01"
-export KBUILD_BUILD_USER=dmirror KBUILD_BUILD_HOST=bench
+kbuild_env
 # One build at a time on this machine: helpers and CI share the lock.
-KMAKE=(flock "$CACHE/build.lock" make -C "$KSRC" O="$KBUILD" "CC=ccache gcc" -j"$JOBS" -s)
+KMAKE=(locked make -C "$KSRC" O="$KBUILD" "CC=${KCC:-ccache gcc}" KCFLAGS=-pipe
+	-j"$JOBS" -s)
 
 frags="$TOP/vm/kernel.config"
 [ "$FLAVOR" = debug ] && frags="$frags $TOP/vm/kernel-debug.config"

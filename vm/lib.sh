@@ -37,11 +37,46 @@ need()
 	done
 }
 
-# Elapsed seconds of a timed block: t=$(now); ...; took $t "what".
+# Elapsed seconds of a timed block: t=$(now); ...; took $t "what".  Each
+# one is also logged for make's closing summary (vm/times.sh).
 now() { date +%s; }
 took()
 {
-	step "$2 took $(($(date +%s) - $1)) s"
+	local secs=$(($(date +%s) - $1))
+
+	step "$2 took $secs s"
+	mkdir -p "$LOGDIR"
+	echo "$(date +%s) $secs $2" >> "$LOGDIR/times.log"
+}
+
+# The one build environment of every kernel and module build: the compiler
+# cache in the cache folder, in depend mode (it hashes the sources and the
+# headers that the compiler lists with -MD instead of running the
+# preprocessor first: a cold build then costs what plain gcc costs, against
+# +55% in preprocessor mode, measured on mm/), and stable build strings so
+# that rebuilds and clean clones hit it.
+kbuild_env()
+{
+	export CCACHE_DIR=$CACHE/ccache
+	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+	export CCACHE_COMPILERCHECK=content
+	export CCACHE_DEPEND=1
+	export KBUILD_BUILD_TIMESTAMP="2026-01-01"
+	export KBUILD_BUILD_USER=dmirror KBUILD_BUILD_HOST=bench
+}
+
+# locked CMD...: run CMD under the cache's lock, so that two builds (or a
+# build and a change of the tree) never run at once on this machine.
+locked()
+{
+	mkdir -p "$CACHE"
+	flock "$CACHE/build.lock" "$@"
+}
+
+# The patches of kernel-prereq-patches/series, in order, one per line.
+series_patches()
+{
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/kernel-prereq-patches/series"
 }
 
 installed_src_version()
