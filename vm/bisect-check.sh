@@ -18,18 +18,14 @@ WT=$CACHE/bisect/linux
 B=$CACHE/build/bisect
 TARGETS=${BISECT_TARGETS:-bzImage modules}
 
-export CCACHE_DIR=$CACHE/ccache
-export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
-export CCACHE_COMPILERCHECK=content
+kbuild_env
 # Hit the cache of the other build folders although the tree is elsewhere.
 export CCACHE_BASEDIR=$CACHE CCACHE_NOHASHDIR=1
-export KBUILD_BUILD_TIMESTAMP="2026-01-01"
-export KBUILD_BUILD_USER=dmirror KBUILD_BUILD_HOST=bench
 
 git -C "$KSRC" rev-parse -q --verify base >/dev/null ||
 	die "no pristine tree in $KSRC: run 'make tree' first"
 
-mapfile -t list < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series")
+mapfile -t list < <(series_patches)
 n=${#list[@]}
 [ "$n" -gt 0 ] || die "the series is empty"
 first=${1:-1}
@@ -61,7 +57,7 @@ for i in $(seq 1 "$last"); do
 	[ "$i" -lt "$first" ] && continue
 	t=$(now)
 	# shellcheck disable=SC2086
-	if ! flock "$CACHE/build.lock" make -C "$WT" O="$B" "CC=ccache gcc" \
+	if ! locked make -C "$WT" O="$B" "CC=ccache gcc" KCFLAGS=-pipe \
 		-j"$JOBS" -s olddefconfig $TARGETS > "$B/build-$i.log" 2>&1; then
 		tail -n 40 "$B/build-$i.log" >&2
 		die "patch $i/$n $p does not build (log: $B/build-$i.log)"

@@ -7,8 +7,8 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need make gcc ccache
 B=$CACHE/build/callers
-export CCACHE_DIR=$CACHE/ccache KBUILD_BUILD_TIMESTAMP=2026-01-01
-KM=(make -C "$KSRC" O="$B" "CC=ccache gcc" -j"$JOBS" -s)
+kbuild_env
+KM=(locked make -C "$KSRC" O="$B" "CC=ccache gcc" KCFLAGS=-pipe -j"$JOBS" -s)
 mkdir -p "$B"
 if [ ! -f "$B/.config" ]; then
 	step "configuring the callers build (x86_64 defconfig + DRM_NOUVEAU_SVM + HSA_AMD_SVM)"

@@ -7,7 +7,7 @@ set -eu
 CP=$KSRC/scripts/checkpatch.pl
 [ -x "$CP" ] || die "no $CP: run 'make tree'"
 rc=0
-for p in $(sed -e 's/#.*//' "$TOP/kernel-prereq-patches/series"); do
+for p in $(series_patches); do
 	step "checkpatch --strict $p"
 	(cd "$KSRC" && "$CP" --strict -q "$TOP/kernel-prereq-patches/$p") || rc=1
 done

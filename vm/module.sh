@@ -12,6 +12,7 @@ MOD=$STAGE/mod
 mkdir -p "$MOD"
 rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
 	"$TOP/Kbuild" "$TOP/module" "$TOP/uapi" "$MOD/"
+kbuild_env
 t=$(now)
 step "building dmirror-thp.ko ($FLAVOR) ${W:+W=$W }${C:+C=$C}"
 make -C "$KBUILD" M="$MOD" "CC=ccache gcc" -j"$JOBS" ${W:+W=$W} ${C:+C=$C} \
