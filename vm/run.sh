@@ -7,7 +7,7 @@
 # run.sh PLAN        run /plans/PLAN (vm/plans/PLAN) in the guest
 # run.sh --shell     interactive guest (ttyS0 on stdio), host folder on 9p
 #
-# ACCEL=auto|kvm|tcg  MEM=3G  SMP=2  TIMEOUT=1500 (seconds, hard limit)
+# ACCEL=auto|kvm|tcg  MEM=3G  SMP=2  SWAP=512M  TIMEOUT=1500 (seconds, hard limit)
 set -eu
 . "$(dirname "$0")/lib.sh"
 need qemu-system-x86_64 timeout awk
@@ -16,6 +16,7 @@ PLAN=${1:-check}
 ACCEL=${ACCEL:-auto}
 MEM=${MEM:-3G}
 SMP=${SMP:-2}
+SWAP=${SWAP:-512M}
 TIMEOUT=${TIMEOUT:-1500}
 KERNEL=$KBUILD/arch/x86/boot/bzImage
 INITRD=$STAGE/initramfs.cpio.gz
@@ -25,17 +26,44 @@ INITRD=$STAGE/initramfs.cpio.gz
 # Splats that fail a run even when every test passed.
 SPLATS='BUG:|WARNING:|Oops|general protection|KASAN|kmemleak: .*suspected|possible circular locking|inconsistent lock state|RCU stall|detected stalls|self-detected stall|hung task|blocked for more than|Kernel panic'
 
-# qemu_cmd ACCEL [--no-initrd]: the command line every boot shares, in $QEMU.
+# qemu_cmd ACCEL [--no-initrd]: the command line every boot shares, in
+# $QEMU, and the kernel command line every boot starts with, in $KCMD.
+# The guest has two NUMA nodes (numa=fake=2), and a swap disk (a sparse
+# file of $SWAP, made by swap_disk) when $SWAPFILE names one.
+#
+# Under TCG two x86 string instructions are emulator artefacts that would
+# show in every copy the bench measures: QEMU emulates `rep movsb` a byte
+# at a time (so ERMS and FSRM are masked), and a `rep movsq` whose source
+# and destination are both 2 MB aligned can miss QEMU's direct-mapped
+# softmmu TLB on every word (13x slower, depending on the TLB size of the
+# moment), so the kernel's copy_page() is told not to use it
+# (clearcpuid=rep_good selects copy_page_regs()).
 qemu_cmd()
 {
+	KCMD="console=ttyS0 panic=-1 tsc=reliable numa=fake=2"
 	case $1 in
 	kvm) QEMU=(-accel kvm -cpu kvm64) ;;
-	*) QEMU=(-accel tcg,thread=multi -cpu max,-erms,-fsrm) ;;
+	*)
+		QEMU=(-accel tcg,thread=multi -cpu max,-erms,-fsrm)
+		KCMD="$KCMD clearcpuid=rep_good"
+		;;
 	esac
 	[ "${2:-}" = --no-initrd ] || QEMU+=(-initrd "$INITRD")
 	QEMU=(qemu-system-x86_64 -M pc "${QEMU[@]}" -smp "$SMP" -m "$MEM"
 	      -nographic -no-reboot -kernel "$KERNEL"
 	      -device isa-debug-exit,iobase=0xf4,iosize=0x04)
+	[ -n "${SWAPFILE:-}" ] &&
+		QEMU+=(-drive "file=$SWAPFILE,if=virtio,format=raw,cache=unsafe")
+	return 0
+}
+
+# swap_disk PATH: a fresh sparse swap disk for one boot (the guest's init
+# runs mkswap on it).
+swap_disk()
+{
+	SWAPFILE=$1
+	rm -f "$SWAPFILE"
+	truncate -s "$SWAP" "$SWAPFILE"
 }
 
 # KVM is used only where a short probe boot reaches init in a few seconds;
@@ -62,19 +90,23 @@ pick_accel()
 }
 
 accel=$(pick_accel)
+# What the guest's reports name: the accelerator and the applied series.
+KMETA="dm_ACCEL=$accel dm_SERIES=$(cat "$KSRC/.dmirror-series" 2>/dev/null || echo unknown)"
 if [ "$PLAN" = --shell ]; then
 	step "interactive guest ($accel, $SMP vCPU, $MEM); host folder $TOP at /host"
+	mkdir -p "$LOGDIR"
+	swap_disk "$LOGDIR/swap-shell.img"
 	share=(-virtfs local,path="$TOP",mount_tag=host,security_model=none,id=host)
 	if [ "${ROOTFS:-initramfs}" = debian ]; then
 		rootfs=$("$TOP/vm/rootfs.sh" | tail -n 1)
 		qemu_cmd "$accel" --no-initrd
 		"${QEMU[@]}" -serial mon:stdio -serial null "${share[@]}" \
 			-virtfs local,path="$rootfs",mount_tag=rootfs,security_model=passthrough,id=rootfs \
-			-append "console=ttyS0 panic=-1 tsc=reliable root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 rw init=/opt/dmirror-thp/init"
+			-append "$KCMD root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 rw init=/opt/dmirror-thp/init"
 	else
 		qemu_cmd "$accel"
 		"${QEMU[@]}" -serial mon:stdio -serial null "${share[@]}" \
-			-append "console=ttyS0 panic=-1 tsc=reliable plan=shell"
+			-append "$KCMD plan=shell"
 	fi
 	exit 0
 fi
@@ -93,15 +125,17 @@ rc=0
 : > "$RUN/console.log"
 : > "$RUN/results.log"
 for p in $plans; do
-	step "booting $FLAVOR kernel, plan '$p' ($accel, $SMP vCPU, $MEM, limit ${TIMEOUT}s); logs in $RUN"
+	step "booting $FLAVOR kernel, plan '$p' ($accel, $SMP vCPU, $MEM, swap $SWAP, limit ${TIMEOUT}s); logs in $RUN"
 	t=$(now)
 	prc=0
+	swap_disk "$RUN/swap.img"
 	qemu_cmd "$accel"
 	timeout -s KILL "$TIMEOUT" "${QEMU[@]}" \
 		-serial file:"$RUN/console-$p.log" -serial file:"$RUN/results-$p.log" \
-		-append "console=ttyS0 panic=-1 tsc=reliable plan=$p ${APPEND:-}" \
+		-append "$KCMD plan=$p $KMETA ${APPEND:-}" \
 		> "$RUN/qemu-$p.log" 2>&1 || prc=$?
 	took "$t" "guest run '$p' (qemu exit $prc)"
+	rm -f "$SWAPFILE"
 	[ "$prc" = 1 ] || rc=$prc
 	cat "$RUN/console-$p.log" >> "$RUN/console.log"
 	cat "$RUN/results-$p.log" >> "$RUN/results.log"
