@@ -8,16 +8,15 @@
  * dmirror_thp_uapi.h) and migrates anonymous THPs to and from device memory
  * as whole PMD-sized folios.
  *
- * Files: this one (module, devices, ioctl validation and dispatch), devmem.c
- * (pools, backing store), mirror.c (device page table, READ, WRITE,
- * EXCLUSIVE), snapshot.c (SNAPSHOT), migrate.c (migration ioctls), fault.c
- * (CPU faults) and evict.c (split callback, eviction).
+ * This file: the module, the devices, ioctl validation and dispatch; the
+ * other files are listed, top to bottom, in dmirror.h.
  *
  * Locking: an open file is bound to the opener's mm, and every command that
  * takes a range runs only in that mm; a command holds no lock of this file
  * across the call into its handler.  The device structure lives as long as
- * its struct device: an open file pins it through the cdev.  The flag word
- * and the counters are atomic.
+ * its struct device: an open file pins it through the cdev.  The device's
+ * list of open files (for HMM_DMIRROR_FLAG_FAIL_ALLOC on CPU faults) is
+ * protected by files_lock; the flag words and the counters are atomic.
  */
 #include <linux/cdev.h>
 #include <linux/device.h>
@@ -64,18 +63,26 @@ static int dmirror_fops_open(struct inode *inode, struct file *filp)
 		kfree(dmirror);
 		return ret;
 	}
+	spin_lock(&mdevice->files_lock);
+	list_add(&dmirror->link, &mdevice->files);
+	spin_unlock(&mdevice->files_lock);
 	filp->private_data = dmirror;
 	return 0;
 }
 
 /*
  * Device pages stay where they are: they live in the mm's page tables, not
- * in the mirror, and a CPU fault brings them back without it.
+ * in the mirror, and a CPU fault brings them back without it.  The file's
+ * flags (an armed FAIL_ALLOC) go with it.
  */
 static int dmirror_fops_release(struct inode *inode, struct file *filp)
 {
 	struct dmirror *dmirror = filp->private_data;
+	struct dmirror_device *mdevice = dmirror->mdevice;
 
+	spin_lock(&mdevice->files_lock);
+	list_del(&dmirror->link);
+	spin_unlock(&mdevice->files_lock);
 	mmu_interval_notifier_remove(&dmirror->notifier);
 	xa_destroy(&dmirror->pmd_pt);
 	xa_destroy(&dmirror->pt);
@@ -110,8 +117,6 @@ static int dmirror_check_range(struct dmirror *dmirror,
 	struct mm_struct *mm = dmirror->notifier.mm;
 	u64 end;
 
-	if (!atomic_read(&mm->mm_users))
-		return -ENOENT;
 	if (current->mm != mm)
 		return -EINVAL;
 	if (cmd->addr & ~PAGE_MASK)
@@ -124,14 +129,14 @@ static int dmirror_check_range(struct dmirror *dmirror,
 	return 0;
 }
 
-static int dmirror_set_flags(struct dmirror_device *mdevice, u64 flags)
+static int dmirror_set_flags(struct dmirror *dmirror, u64 flags)
 {
 	if (flags & ~HMM_DMIRROR_FLAGS_ALL)
 		return -EINVAL;
 	if (flags & HMM_DMIRROR_FLAG_FAIL_ALLOC)
-		set_bit(DMIRROR_FLAG_FAIL_ALLOC_BIT, &mdevice->flags);
+		set_bit(DMIRROR_FLAG_FAIL_ALLOC_BIT, &dmirror->flags);
 	else
-		clear_bit(DMIRROR_FLAG_FAIL_ALLOC_BIT, &mdevice->flags);
+		clear_bit(DMIRROR_FLAG_FAIL_ALLOC_BIT, &dmirror->flags);
 	return 0;
 }
 
@@ -163,12 +168,76 @@ static int dmirror_get_stats(struct dmirror_device *mdevice,
 	return copy_to_user(uarg, &st, sizeof(st)) ? -EFAULT : 0;
 }
 
+static int dmirror_get_phases(struct dmirror_device *mdevice,
+			      void __user *uarg)
+{
+	struct dmirror_thp_phases ph = {};
+	int path, phase;
+
+	if (copy_from_user(&ph, uarg, offsetofend(typeof(ph), size)))
+		return -EFAULT;
+	if (ph.version != DMIRROR_THP_PHASES_VERSION || ph.size < sizeof(ph))
+		return -EINVAL;
+
+	ph.size = sizeof(ph);
+	for (path = 0; path < HMM_DMIRROR_PATH_NR; path++) {
+		ph.calls[path] = atomic64_read(&mdevice->path_calls[path]);
+		for (phase = 0; phase < HMM_DMIRROR_PHASE_NR; phase++)
+			ph.ns[path][phase] =
+				atomic64_read(&mdevice->phase_ns[path][phase]);
+	}
+	return copy_to_user(uarg, &ph, sizeof(ph)) ? -EFAULT : 0;
+}
+
+static int dmirror_copy_bench_ioctl(void __user *uarg)
+{
+	struct dmirror_thp_copy_bench cb;
+	int ret;
+
+	if (copy_from_user(&cb, uarg, sizeof(cb)))
+		return -EFAULT;
+	ret = dmirror_copy_bench(&cb);
+	if (ret)
+		return ret;
+	return copy_to_user(uarg, &cb, sizeof(cb)) ? -EFAULT : 0;
+}
+
 static void dmirror_reset_stats(struct dmirror_device *mdevice)
 {
-	int i;
+	int i, j;
 
 	for (i = 0; i < DSTAT_NR; i++)
 		atomic64_set(&mdevice->stats[i], 0);
+	for (i = 0; i < HMM_DMIRROR_PATH_NR; i++) {
+		atomic64_set(&mdevice->path_calls[i], 0);
+		for (j = 0; j < HMM_DMIRROR_PHASE_NR; j++)
+			atomic64_set(&mdevice->phase_ns[i][j], 0);
+	}
+}
+
+/* HMM_DMIRROR_MIGRATE_TO_DEV and _TO_SYS */
+static int dmirror_migrate(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
+			   bool to_dev)
+{
+	struct dmirror_migrate_ctx ctx = {
+		.mdevice = dmirror->mdevice,
+		.dmirror = dmirror,
+	};
+	unsigned long end = cmd->addr + (cmd->npages << PAGE_SHIFT);
+	u64 moved;
+	int ret;
+
+	dmirror_clock_start(&ctx, to_dev ? HMM_DMIRROR_PATH_TO_DEV :
+					   HMM_DMIRROR_PATH_TO_SYS);
+	ret = dmirror_migrate_range(&ctx, cmd->addr, end, to_dev, &moved);
+	if (ret || !to_dev) {
+		cmd->cpages = moved;
+		return ret;
+	}
+	/* As test_hmm: return what the device now reads of the range. */
+	ret = dmirror_read_back(dmirror, cmd, true);
+	dmirror_clock_lap(&ctx, HMM_DMIRROR_PHASE_READBACK);
+	return ret;
 }
 
 static int dmirror_range_cmd(struct dmirror *dmirror, unsigned int command,
@@ -184,9 +253,9 @@ static int dmirror_range_cmd(struct dmirror *dmirror, unsigned int command,
 	case HMM_DMIRROR_WRITE:
 		return dmirror_write(dmirror, cmd);
 	case HMM_DMIRROR_MIGRATE_TO_DEV:
-		return dmirror_migrate_to_device(dmirror, cmd);
+		return dmirror_migrate(dmirror, cmd, true);
 	case HMM_DMIRROR_MIGRATE_TO_SYS:
-		return dmirror_migrate_to_system(dmirror, cmd);
+		return dmirror_migrate(dmirror, cmd, false);
 	case HMM_DMIRROR_SNAPSHOT:
 		return dmirror_snapshot(dmirror, cmd);
 	case HMM_DMIRROR_EXCLUSIVE:
@@ -213,6 +282,10 @@ static long dmirror_fops_unlocked_ioctl(struct file *filp,
 	case HMM_DMIRROR_STATS_RESET:
 		dmirror_reset_stats(mdevice);
 		return 0;
+	case HMM_DMIRROR_PHASES:
+		return dmirror_get_phases(mdevice, uarg);
+	case HMM_DMIRROR_COPY_BENCH:
+		return dmirror_copy_bench_ioctl(uarg);
 	case HMM_DMIRROR_READ:
 	case HMM_DMIRROR_WRITE:
 	case HMM_DMIRROR_MIGRATE_TO_DEV:
@@ -224,7 +297,7 @@ static long dmirror_fops_unlocked_ioctl(struct file *filp,
 	case HMM_DMIRROR_FLAGS:
 		break;
 	default:
-		return -EINVAL;
+		return -ENOTTY;
 	}
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
@@ -234,11 +307,11 @@ static long dmirror_fops_unlocked_ioctl(struct file *filp,
 
 	switch (command) {
 	case HMM_DMIRROR_RELEASE:
-		dmirror_evict_all(mdevice);
+		dmirror_evict_all(mdevice, dmirror);
 		ret = 0;
 		break;
 	case HMM_DMIRROR_FLAGS:
-		ret = dmirror_set_flags(mdevice, cmd.npages);
+		ret = dmirror_set_flags(dmirror, cmd.npages);
 		break;
 	default:
 		ret = dmirror_range_cmd(dmirror, command, &cmd);
@@ -293,8 +366,10 @@ static int dmirror_device_create(int id, unsigned int max_chunks)
 	device_initialize(&mdevice->device);
 	mdevice->device.type = &dmirror_device_type;
 	mdevice->device.devt = MKDEV(MAJOR(dmirror_dev), id);
+	INIT_LIST_HEAD(&mdevice->files);
+	spin_lock_init(&mdevice->files_lock);
 	/* From here on, put_device() frees mdevice. */
-	ret = dmirror_devmem_init(mdevice, max_chunks);
+	ret = dmirror_devmem_init(mdevice, max_chunks, &dmirror_pgmap_ops);
 	if (ret)
 		goto err_put;
 	ret = dev_set_name(&mdevice->device, "hmm_dmirror%d", id);
@@ -311,6 +386,7 @@ static int dmirror_device_create(int id, unsigned int max_chunks)
 	return 0;
 
 err_fini:
+	dmirror_devmem_stop(mdevice);
 	dmirror_devmem_fini(mdevice);
 err_put:
 	put_device(&mdevice->device);
@@ -322,6 +398,8 @@ static void dmirror_device_destroy(struct dmirror_device *mdevice)
 	if (mdevice->registered)
 		cdev_device_del(&mdevice->cdevice, &mdevice->device);
 	/* Evict what is still resident, then unmap the chunks. */
+	dmirror_devmem_stop(mdevice);
+	dmirror_evict_drain(mdevice);
 	dmirror_devmem_fini(mdevice);
 	put_device(&mdevice->device);
 }

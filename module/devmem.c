@@ -12,8 +12,11 @@
  * to the max_mb module parameter.
  *
  * The data of device pfn P lives in the system page chunk->backing[P - base]:
- * pure arithmetic, one order-0 page per device pfn.  A split of a device
- * folio therefore needs nothing from the backing store; see evict.c.
+ * pure arithmetic, one page per device pfn, which for a folio is usually
+ * one block of its order (see dmirror_backing_alloc()).
+ *
+ * The dev_pagemap_ops of the chunks come from above (pgmap.c), so that the
+ * allocator calls nothing of the module.
  *
  * Locking: dmirror_device.devmem_lock (mutex) serialises chunk addition and
  * removal; dmirror_device.lock (IRQ-safe spinlock) protects the bitmaps, the
@@ -23,20 +26,40 @@
  * hands and freed by page_free before the pfn returns to a pool.
  */
 #include <linux/bitmap.h>
-#include <linux/delay.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/ioport.h>
+#include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 
 #include "dmirror.h"
+
+/*
+ * The page that starts the block backing the folio at @off, for a folio
+ * whose backing is one block (@off set in backing_whole): the block is used
+ * rotated by one page (see dmirror_backing_alloc()), so it starts one page
+ * before the backing of the folio's first page.  Its private field holds
+ * the block's order.
+ */
+static struct page *dmirror_backing_block(struct dmirror_chunk *chunk,
+					  unsigned long off)
+{
+	return pfn_to_page(page_to_pfn(chunk->backing[off]) - 1);
+}
 
 static void dmirror_backing_free(struct dmirror_chunk *chunk,
 				 unsigned long off, unsigned long nr)
 {
 	unsigned long i;
 
+	if (nr > 1 && test_and_clear_bit(off, chunk->backing_whole)) {
+		struct page *block = dmirror_backing_block(chunk, off);
+
+		set_page_private(block, 0);
+		__free_pages(block, ilog2(nr));
+		nr = 0;
+	}
 	for (i = 0; i < nr; i++) {
 		if (chunk->backing[off + i])
 			__free_page(chunk->backing[off + i]);
@@ -45,9 +68,19 @@ static void dmirror_backing_free(struct dmirror_chunk *chunk,
 }
 
 /*
- * One order-0 backing page per device pfn.  For a folio, try one physically
- * contiguous allocation first and split it: cheaper, and the pages stay
- * independent so that a later split of the device folio costs nothing.
+ * One backing page per device pfn.  For a folio, try one physically
+ * contiguous block first: one allocation and one free instead of one per
+ * page.  If the device folio is split, so is the block (split_page()), and
+ * its pages are then freed one by one with the new folios.
+ *
+ * The block is used rotated by one page: device page i is backed by page
+ * i + 1 of the block (the last by the first).  Under QEMU's TCG, whose
+ * softmmu TLB is direct-mapped, a copy between two 2 MB-aligned ranges (a
+ * system THP and an unrotated block) puts each source page and its
+ * destination in the same TLB slot while the TLB is small, and every load
+ * then evicts the store's entry: measured at 4 to 13 times the normal copy
+ * time, depending on the TLB size of the moment.  The rotation keeps the
+ * two one slot apart; it costs nothing on hardware.
  */
 static int dmirror_backing_alloc(struct dmirror_chunk *chunk,
 				 unsigned long off, unsigned int order)
@@ -59,9 +92,11 @@ static int dmirror_backing_alloc(struct dmirror_chunk *chunk,
 		page = alloc_pages(GFP_HIGHUSER | __GFP_NOWARN | __GFP_NORETRY,
 				   order);
 		if (page) {
-			split_page(page, order);
+			set_page_private(page, order);
 			for (i = 0; i < nr; i++)
-				chunk->backing[off + i] = nth_page(page, i);
+				chunk->backing[off + i] =
+					nth_page(page, (i + 1) & (nr - 1));
+			set_bit(off, chunk->backing_whole);
 			return 0;
 		}
 	}
@@ -76,10 +111,33 @@ static int dmirror_backing_alloc(struct dmirror_chunk *chunk,
 	return 0;
 }
 
-/* Called with mdevice->lock held. */
+/**
+ * dmirror_backing_split() - the device folio at @page is being split
+ * @page: its first page
+ *
+ * Splits the block that backs it, if it is one, so that each page can be
+ * freed on its own.  Called from dev_pagemap_ops.folio_split, with IRQs off:
+ * split_page() neither sleeps nor allocates.
+ */
+void dmirror_backing_split(struct page *page)
+{
+	struct dmirror_chunk *chunk = dmirror_page_chunk(page);
+	unsigned long off = page_to_pfn(page) - chunk->base_pfn;
+	struct page *block;
+
+	if (!test_and_clear_bit(off, chunk->backing_whole))
+		return;
+	block = dmirror_backing_block(chunk, off);
+	split_page(block, page_private(block));
+	set_page_private(block, 0);
+}
+
+/* Take a whole free PMD block of @chunk; caller holds mdevice->lock. */
 static unsigned long dmirror_take_block(struct dmirror_chunk *chunk)
 {
 	unsigned long blk;
+
+	lockdep_assert_held(&chunk->mdevice->lock);
 
 	blk = find_first_bit(chunk->free_folios, DMIRROR_CHUNK_BLOCKS);
 	if (blk >= DMIRROR_CHUNK_BLOCKS)
@@ -91,7 +149,7 @@ static unsigned long dmirror_take_block(struct dmirror_chunk *chunk)
 
 /*
  * Take @order pages from the pools; returns the chunk and sets *off, or NULL.
- * Called with mdevice->lock held.
+ * Caller holds mdevice->lock.
  */
 static struct dmirror_chunk *dmirror_pool_take(struct dmirror_device *mdevice,
 					       unsigned int order,
@@ -99,6 +157,8 @@ static struct dmirror_chunk *dmirror_pool_take(struct dmirror_device *mdevice,
 {
 	struct dmirror_chunk *chunk;
 	unsigned int i;
+
+	lockdep_assert_held(&mdevice->lock);
 
 	if (order) {
 		for (i = 0; i < mdevice->nr_chunks; i++) {
@@ -170,6 +230,7 @@ static void dmirror_pool_put(struct dmirror_chunk *chunk, unsigned long off,
 
 static void dmirror_chunk_free(struct dmirror_chunk *chunk)
 {
+	bitmap_free(chunk->backing_whole);
 	bitmap_free(chunk->free_pages);
 	bitmap_free(chunk->free_folios);
 	kvfree(chunk->backing);
@@ -201,7 +262,9 @@ static int dmirror_chunk_add(struct dmirror_device *mdevice, unsigned int seen)
 				  GFP_KERNEL);
 	chunk->free_folios = bitmap_zalloc(DMIRROR_CHUNK_BLOCKS, GFP_KERNEL);
 	chunk->free_pages = bitmap_zalloc(DMIRROR_CHUNK_PAGES, GFP_KERNEL);
-	if (!chunk->backing || !chunk->free_folios || !chunk->free_pages)
+	chunk->backing_whole = bitmap_zalloc(DMIRROR_CHUNK_PAGES, GFP_KERNEL);
+	if (!chunk->backing || !chunk->free_folios || !chunk->free_pages ||
+	    !chunk->backing_whole)
 		goto err_free;
 
 	res = request_free_mem_region(&iomem_resource, DMIRROR_CHUNK_SIZE,
@@ -216,7 +279,7 @@ static int dmirror_chunk_add(struct dmirror_device *mdevice, unsigned int seen)
 	chunk->pagemap.range.start = res->start;
 	chunk->pagemap.range.end = res->end;
 	chunk->pagemap.nr_range = 1;
-	chunk->pagemap.ops = &dmirror_devmem_ops;
+	chunk->pagemap.ops = mdevice->pgmap_ops;
 	chunk->pagemap.owner = mdevice;
 	if (!IS_ALIGNED(chunk->base_pfn, HPAGE_PMD_NR)) {
 		ret = -ERANGE;
@@ -296,8 +359,13 @@ struct page *dmirror_devmem_alloc(struct dmirror_device *mdevice,
 	return folio_page(folio, 0);
 }
 
-/* dev_pagemap_ops.page_free: called once per folio, with its head page. */
-static void dmirror_devmem_free(struct page *page)
+/**
+ * dmirror_devmem_free() - give a device folio back to the pools
+ * @page: its head page; the folio's last reference is gone
+ *
+ * Context: any, IRQs included (dev_pagemap_ops.page_free); never sleeps.
+ */
+void dmirror_devmem_free(struct page *page)
 {
 	struct dmirror_chunk *chunk = dmirror_page_chunk(page);
 	unsigned int order = folio_order(page_folio(page));
@@ -327,16 +395,16 @@ bool dmirror_is_local_page(struct dmirror_device *mdevice, struct page *page)
 	       page_pgmap(page)->owner == mdevice;
 }
 
-/*
- * HMM_DMIRROR_FLAG_FAIL_ALLOC: consume the one-shot flag.  Every PMD-order
- * allocation, on either side, asks this first.
- */
-bool dmirror_fail_large_alloc(struct dmirror_device *mdevice)
+/* True if PMD block @blk of @chunk sits whole in the folio pool. */
+bool dmirror_block_is_free(struct dmirror_chunk *chunk, unsigned long blk)
 {
-	if (!test_and_clear_bit(DMIRROR_FLAG_FAIL_ALLOC_BIT, &mdevice->flags))
-		return false;
-	dmirror_count(mdevice, DSTAT_ALLOC_FAIL_INJECT, 1);
-	return true;
+	struct dmirror_device *mdevice = chunk->mdevice;
+	bool free;
+
+	spin_lock_irq(&mdevice->lock);
+	free = test_bit(blk, chunk->free_folios);
+	spin_unlock_irq(&mdevice->lock);
+	return free;
 }
 
 /* Fill the gauges of HMM_DMIRROR_STATS. */
@@ -361,13 +429,15 @@ void dmirror_pool_gauges(struct dmirror_device *mdevice,
  * The first chunk is added at load time, as test_hmm does, so that the
  * common case never calls memremap_pages() under a process's mmap lock.
  */
-int dmirror_devmem_init(struct dmirror_device *mdevice, unsigned int max_chunks)
+int dmirror_devmem_init(struct dmirror_device *mdevice, unsigned int max_chunks,
+			const struct dev_pagemap_ops *ops)
 {
 	int ret;
 
 	mutex_init(&mdevice->devmem_lock);
 	spin_lock_init(&mdevice->lock);
 	mdevice->max_chunks = max_chunks;
+	mdevice->pgmap_ops = ops;
 	mdevice->chunks = kcalloc(max_chunks, sizeof(*mdevice->chunks),
 				  GFP_KERNEL);
 	if (!mdevice->chunks)
@@ -380,27 +450,12 @@ int dmirror_devmem_init(struct dmirror_device *mdevice, unsigned int max_chunks)
 	return ret;
 }
 
-/* Evict a chunk until nothing of it is resident, so memunmap_pages() ends. */
-static void dmirror_chunk_drain(struct dmirror_chunk *chunk)
-{
-	unsigned int tries;
-
-	for (tries = 0; ; tries++) {
-		dmirror_evict_chunk(chunk);
-		if (!READ_ONCE(chunk->resident))
-			return;
-		if (tries == 250)
-			pr_warn("dmirror_thp: %lu pages still busy, waiting\n",
-				READ_ONCE(chunk->resident));
-		msleep(20);
-	}
-}
-
 /*
- * Device removal: no file is open (the module is going away), so no
- * allocation can race; stop growth, evict everything, then unmap.
+ * Device removal, first step: no file is open (the module is going away),
+ * so no allocation can race; stop growth and allocations from every chunk,
+ * so that eviction (evict.c) can empty them.
  */
-void dmirror_devmem_fini(struct dmirror_device *mdevice)
+void dmirror_devmem_stop(struct dmirror_device *mdevice)
 {
 	unsigned int i;
 
@@ -410,11 +465,29 @@ void dmirror_devmem_fini(struct dmirror_device *mdevice)
 	for (i = 0; i < mdevice->nr_chunks; i++)
 		mdevice->chunks[i]->removing = true;
 	spin_unlock_irq(&mdevice->lock);
+	mutex_unlock(&mdevice->devmem_lock);
+}
 
+/*
+ * Device removal, last step, after eviction: unmap and free every chunk.
+ * memunmap_pages() waits for every page of the chunk to be freed, so a
+ * chunk that eviction could not empty is left mapped, and leaked, with an
+ * error: a hang in rmmod would hide the page that is still held.
+ */
+void dmirror_devmem_fini(struct dmirror_device *mdevice)
+{
+	unsigned int i;
+
+	mutex_lock(&mdevice->devmem_lock);
 	for (i = 0; i < mdevice->nr_chunks; i++) {
 		struct dmirror_chunk *chunk = mdevice->chunks[i];
+		unsigned long busy = READ_ONCE(chunk->resident);
 
-		dmirror_chunk_drain(chunk);
+		if (busy) {
+			pr_err("dmirror_thp: %s: %lu pages of chunk %u still in use: leaking it\n",
+			       dev_name(&mdevice->device), busy, i);
+			continue;
+		}
 		memunmap_pages(&chunk->pagemap);
 		release_mem_region(chunk->pagemap.range.start,
 				   range_len(&chunk->pagemap.range));
@@ -427,9 +500,3 @@ void dmirror_devmem_fini(struct dmirror_device *mdevice)
 	kfree(mdevice->chunks);
 	mdevice->chunks = NULL;
 }
-
-const struct dev_pagemap_ops dmirror_devmem_ops = {
-	.page_free	= dmirror_devmem_free,
-	.migrate_to_ram	= dmirror_devmem_fault,
-	.folio_split	= dmirror_folio_split,
-};

@@ -10,6 +10,16 @@
  *   struct dmirror         one per open file; the mirror of the opener's mm
  *                          (the simulated device page table).
  *
+ * Files, each calling only the ones below it:
+ *   chrdev.c    module, device nodes, ioctl dispatch
+ *   snapshot.c  HMM_DMIRROR_SNAPSHOT
+ *   mirror.c    the device page table: READ, WRITE, EXCLUSIVE, read-back
+ *   pgmap.c     dev_pagemap_ops: CPU faults, folio split, folio free
+ *   evict.c     eviction (RELEASE, device removal)
+ *   migrate.c   the migrate_vma loop, and allocation and copy of answers
+ *   devmem.c    the allocator: chunks, pools, backing store
+ *   copy.c      page copies to and from user space
+ *
  * Locking, outermost first:
  *   mmap_lock of the mirrored mm
  *     dmirror_device.devmem_lock (mutex): adding and removing chunks, and
@@ -21,6 +31,7 @@
  *   interval notifier, so nothing that can trigger an invalidation of the
  *   mirrored mm (page faults, reclaim: GFP_KERNEL allocations) may run under
  *   it; page table stores use GFP_ATOMIC.
+ *   dmirror_device.files_lock (spinlock): the list of open files.
  * Counters are atomic64_t and need no lock.  The backing page pointer of a
  * device pfn is owned by whoever owns the pfn (the allocator while it is
  * free, the folio holder while it is in use), so it needs no lock either.
@@ -32,6 +43,8 @@
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/huge_mm.h>
+#include <linux/ktime.h>
+#include <linux/list.h>
 #include <linux/memremap.h>
 #include <linux/migrate.h>
 #include <linux/mmu_notifier.h>
@@ -67,7 +80,7 @@ enum dmirror_stat {
 	DSTAT_NR,
 };
 
-/* Bits of dmirror_device.flags. */
+/* Bits of dmirror.flags. */
 #define DMIRROR_FLAG_FAIL_ALLOC_BIT	0
 
 struct dmirror_device;
@@ -82,6 +95,8 @@ struct hmm_range;
  *               by pfn - @base_pfn; NULL while the pfn is free
  * @free_folios: bitmap of PMD blocks that sit whole in the folio pool
  * @free_pages:  bitmap of pfns that sit in the base page pool
+ * @backing_whole: bitmap of the first pfns of folios whose backing is one
+ *               unsplit block (atomic bit operations, no lock)
  * @nr_free_folios: bits set in @free_folios
  * @nr_free_pages:  bits set in @free_pages
  * @resident:    pages handed out and not yet freed
@@ -97,6 +112,7 @@ struct dmirror_chunk {
 	struct page		**backing;
 	unsigned long		*free_folios;
 	unsigned long		*free_pages;
+	unsigned long		*backing_whole;
 	unsigned long		nr_free_folios;
 	unsigned long		nr_free_pages;
 	unsigned long		resident;
@@ -111,9 +127,13 @@ struct dmirror_chunk {
  * @chunks:      chunk array (@max_chunks slots), published under @lock
  * @nr_chunks:   slots in use
  * @max_chunks:  bound from the max_mb module parameter
+ * @pgmap_ops:   the dev_pagemap_ops of every chunk
  * @lock:        protects the pools (see struct dmirror_chunk)
- * @flags:       HMM_DMIRROR_FLAG_* state (DMIRROR_FLAG_*_BIT)
+ * @files:       open files (struct dmirror.link)
+ * @files_lock:  protects @files
  * @stats:       event counters (enum dmirror_stat)
+ * @path_calls:  calls of each migration path (HMM_DMIRROR_PATH_*)
+ * @phase_ns:    time of each path in each phase (HMM_DMIRROR_PHASE_*)
  * @registered:  the device node exists
  */
 struct dmirror_device {
@@ -123,9 +143,13 @@ struct dmirror_device {
 	struct dmirror_chunk	**chunks;
 	unsigned int		nr_chunks;
 	unsigned int		max_chunks;
+	const struct dev_pagemap_ops *pgmap_ops;
 	spinlock_t		lock;		/* the pools, @chunks */
-	unsigned long		flags;
+	struct list_head	files;
+	spinlock_t		files_lock;	/* @files */
 	atomic64_t		stats[DSTAT_NR];
+	atomic64_t		path_calls[HMM_DMIRROR_PATH_NR];
+	atomic64_t		phase_ns[HMM_DMIRROR_PATH_NR][HMM_DMIRROR_PHASE_NR];
 	bool			registered;
 };
 
@@ -138,6 +162,8 @@ struct dmirror_device {
  * @pmd_pt:   PMD-level entries, keyed by virtual pfn >> HPAGE_PMD_ORDER: the
  *            tagged head page of a PMD-mapped folio.  A per-page entry in
  *            @pt takes precedence over the PMD entry that covers it.
+ * @link:     in dmirror_device.files
+ * @flags:    HMM_DMIRROR_FLAG_* of this file (DMIRROR_FLAG_*_BIT)
  */
 struct dmirror {
 	struct dmirror_device		*mdevice;
@@ -145,6 +171,8 @@ struct dmirror {
 	struct mutex			mutex;	/* @pt, @pmd_pt */
 	struct xarray			pt;
 	struct xarray			pmd_pt;
+	struct list_head		link;
+	unsigned long			flags;
 };
 
 static inline void dmirror_count(struct dmirror_device *mdevice,
@@ -158,17 +186,84 @@ static inline struct dmirror_chunk *dmirror_page_chunk(struct page *page)
 	return container_of(page_pgmap(page), struct dmirror_chunk, pagemap);
 }
 
-/* devmem.c: pools and backing store */
-extern const struct dev_pagemap_ops dmirror_devmem_ops;
-int dmirror_devmem_init(struct dmirror_device *mdevice, unsigned int max_chunks);
+/**
+ * struct dmirror_migrate_ctx - on whose behalf a migration runs
+ * @mdevice: the device
+ * @dmirror: the open file of an ioctl, or NULL
+ * @mm:      the mm of a CPU fault, or NULL
+ * @path:    HMM_DMIRROR_PATH_*, for the phase clock
+ * @t:       ktime_get_ns() at the start of the current phase
+ *
+ * HMM_DMIRROR_FLAG_FAIL_ALLOC is scoped to an open file: an ioctl consumes
+ * its own file's flag, a CPU fault the flag of a file of its mm, eviction at
+ * device removal none.
+ */
+struct dmirror_migrate_ctx {
+	struct dmirror_device	*mdevice;
+	struct dmirror		*dmirror;
+	struct mm_struct	*mm;
+	unsigned int		path;
+	u64			t;
+};
+
+/* Start the phase clock of a migration path: one call of it. */
+static inline void dmirror_clock_start(struct dmirror_migrate_ctx *ctx,
+				       unsigned int path)
+{
+	ctx->path = path;
+	atomic64_inc(&ctx->mdevice->path_calls[path]);
+	ctx->t = ktime_get_ns();
+}
+
+/* End the current phase, account its time to @phase, start the next. */
+static inline void dmirror_clock_lap(struct dmirror_migrate_ctx *ctx,
+				     unsigned int phase)
+{
+	u64 now = ktime_get_ns();
+
+	atomic64_add(now - ctx->t, &ctx->mdevice->phase_ns[ctx->path][phase]);
+	ctx->t = now;
+}
+
+/* copy.c: page copies to and from user space */
+int dmirror_copy_page_to_user(void __user *to, struct page *page);
+int dmirror_copy_page_from_user(void *to, const void __user *from);
+
+/* devmem.c: the allocator */
+int dmirror_devmem_init(struct dmirror_device *mdevice, unsigned int max_chunks,
+			const struct dev_pagemap_ops *ops);
+void dmirror_devmem_stop(struct dmirror_device *mdevice);
 void dmirror_devmem_fini(struct dmirror_device *mdevice);
 struct page *dmirror_devmem_alloc(struct dmirror_device *mdevice,
 				  unsigned int order);
+void dmirror_devmem_free(struct page *page);
+void dmirror_backing_split(struct page *page);
+bool dmirror_block_is_free(struct dmirror_chunk *chunk, unsigned long blk);
 bool dmirror_is_local_page(struct dmirror_device *mdevice, struct page *page);
 struct page *dmirror_backing_page(struct page *dpage);
 void dmirror_pool_gauges(struct dmirror_device *mdevice,
 			 struct dmirror_thp_stats *st);
-bool dmirror_fail_large_alloc(struct dmirror_device *mdevice);
+
+/* migrate.c: the migrate_vma loop, allocation and copy of the answers */
+bool dmirror_fail_large_alloc(struct dmirror_migrate_ctx *ctx);
+int dmirror_migrate_range(struct dmirror_migrate_ctx *ctx, unsigned long start,
+			  unsigned long end, bool to_dev, u64 *moved);
+int dmirror_answer_to_sys(struct dmirror_migrate_ctx *ctx,
+			  struct vm_area_struct *vma, unsigned long start,
+			  const unsigned long *src, unsigned long *dst,
+			  unsigned long npages, enum dmirror_stat split_stat);
+unsigned long dmirror_count_to_sys(struct dmirror_device *mdevice,
+				   const unsigned long *src,
+				   const unsigned long *dst,
+				   unsigned long npages);
+int dmirror_copy_bench(struct dmirror_thp_copy_bench *cb);
+
+/* evict.c: eviction */
+void dmirror_evict_all(struct dmirror_device *mdevice, struct dmirror *dmirror);
+int dmirror_evict_drain(struct dmirror_device *mdevice);
+
+/* pgmap.c: dev_pagemap_ops */
+extern const struct dev_pagemap_ops dmirror_pgmap_ops;
 
 /* mirror.c: the simulated device page table */
 extern const struct mmu_interval_notifier_ops dmirror_min_ops;
@@ -180,32 +275,8 @@ int dmirror_exclusive(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
 int dmirror_check_exclusive(struct dmirror *dmirror,
 			    struct hmm_dmirror_cmd *cmd);
 int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range);
-int dmirror_pt_store(struct dmirror *dmirror, unsigned long vpfn,
-		     struct page *page, unsigned long tag, bool pmd);
 
 /* snapshot.c: HMM_DMIRROR_SNAPSHOT */
 int dmirror_snapshot(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
-
-/* migrate.c: migration through the ioctls, and device to system copies */
-int dmirror_migrate_to_device(struct dmirror *dmirror,
-			      struct hmm_dmirror_cmd *cmd);
-int dmirror_migrate_to_system(struct dmirror *dmirror,
-			      struct hmm_dmirror_cmd *cmd);
-int dmirror_answer_to_sys(struct dmirror_device *mdevice,
-			  struct vm_area_struct *vma, unsigned long start,
-			  const unsigned long *src, unsigned long *dst,
-			  unsigned long npages, enum dmirror_stat split_stat);
-unsigned long dmirror_count_to_sys(struct dmirror_device *mdevice,
-				   const unsigned long *src,
-				   const unsigned long *dst,
-				   unsigned long npages);
-
-/* fault.c: CPU faults on device pages */
-vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf);
-
-/* evict.c: folio split callback and eviction */
-void dmirror_folio_split(struct folio *head, struct folio *tail);
-void dmirror_evict_chunk(struct dmirror_chunk *chunk);
-void dmirror_evict_all(struct dmirror_device *mdevice);
 
 #endif /* _DMIRROR_THP_H */

@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dmirror-thp migration: HMM_DMIRROR_MIGRATE_TO_DEV and _TO_SYS, and the
- * device to system copy that the CPU fault and eviction paths share.
+ * dmirror-thp migration: the migrate_vma loop of MIGRATE_TO_DEV and
+ * MIGRATE_TO_SYS, and the answers (destination folios and their data) that
+ * the CPU fault and eviction paths share.
  *
- * Both ioctls walk the range in PMD-aligned windows with one pair of src/dst
+ * The loop walks the range in PMD-aligned windows with one pair of src/dst
  * arrays of HPAGE_PMD_NR entries, allocated once per call.  A compound src
  * entry (MIGRATE_PFN_COMPOUND) is answered with one PMD-order folio when one
  * can be had, and otherwise with HPAGE_PMD_NR base pages, which makes the
  * core split the source; HMM_DMIRROR_FLAG_FAIL_ALLOC forces the latter.
- * Every answered entry is copied in full before migrate_vma_pages().
+ * Every window is answered in two passes, as a DMA engine would be driven:
+ * first every destination is allocated, then every answered entry is copied
+ * in full, before migrate_vma_pages().  Each pass is one phase of the
+ * HMM_DMIRROR_PHASES clock.
  *
- * Locking: the ioctls hold the mmap read lock of the mirrored mm across
- * setup, copy, pages and finalize; device allocation may take devmem_lock
- * under it.  dmirror->mutex is not taken: the mirror page table learns of
- * the moved pages from hmm_range_fault().  The helpers for the device to
- * system copy take no lock and sleep only in page allocation.
+ * Locking: dmirror_migrate_range() holds the mmap read lock of the mirrored
+ * mm across setup, copy, pages and finalize; device allocation may take
+ * devmem_lock under it.  dmirror->mutex is not taken: the mirror page table
+ * learns of the moved pages from hmm_range_fault().  The answer helpers take
+ * no lock and sleep only in page allocation.
  */
 #include <linux/gfp.h>
 #include <linux/highmem.h>
@@ -23,52 +27,77 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 
+#include <asm/tlbflush.h>
+
 #include "dmirror.h"
 
 #define DMIRROR_GFP_THP	(GFP_TRANSHUGE | __GFP_NORETRY)
 
-/*
- * Copy @nr pages of a source (NULL: a hole or the zero page) into the backing
- * store of a device folio; @dpage is the device page for the first one.
+/**
+ * dmirror_fail_large_alloc() - consume an armed HMM_DMIRROR_FLAG_FAIL_ALLOC
+ * @ctx: the migration
+ *
+ * Every large allocation, on either side, asks this first.  An ioctl
+ * consumes the flag of its own file; a CPU fault the flag of the first
+ * armed file that its mm opened on this device.
+ *
+ * Return: true if the allocation must fail.
  */
-static void dmirror_copy_to_dev(struct page *dpage, struct page *spage,
-				unsigned long nr)
+bool dmirror_fail_large_alloc(struct dmirror_migrate_ctx *ctx)
 {
-	unsigned long i;
+	struct dmirror_device *mdevice = ctx->mdevice;
+	struct dmirror *dmirror;
+	bool fail = false;
 
-	for (i = 0; i < nr; i++) {
-		struct page *rpage = dmirror_backing_page(nth_page(dpage, i));
-
-		if (spage)
-			copy_highpage(rpage, nth_page(spage, i));
-		else
-			clear_highpage(rpage);
+	if (ctx->dmirror) {
+		fail = test_and_clear_bit(DMIRROR_FLAG_FAIL_ALLOC_BIT,
+					  &ctx->dmirror->flags);
+	} else if (ctx->mm) {
+		spin_lock(&mdevice->files_lock);
+		list_for_each_entry(dmirror, &mdevice->files, link) {
+			if (dmirror->notifier.mm == ctx->mm &&
+			    test_and_clear_bit(DMIRROR_FLAG_FAIL_ALLOC_BIT,
+					       &dmirror->flags)) {
+				fail = true;
+				break;
+			}
+		}
+		spin_unlock(&mdevice->files_lock);
 	}
+	if (fail)
+		dmirror_count(mdevice, DSTAT_ALLOC_FAIL_INJECT, 1);
+	return fail;
 }
 
+/* Pages of the entry at @mpfn: a compound entry stands for a PMD. */
+static unsigned long dmirror_entry_nr(unsigned long mpfn)
+{
+	return (mpfn & MIGRATE_PFN_COMPOUND) ? HPAGE_PMD_NR : 1;
+}
+
+/* ---- to the device ---- */
+
 /* Answer a compound src entry with one device THP; false to fall back. */
-static bool dmirror_to_dev_thp(struct dmirror_device *mdevice,
-			       struct page *spage, unsigned long *dst,
-			       unsigned long write)
+static bool dmirror_alloc_dev_thp(struct dmirror_migrate_ctx *ctx,
+				  unsigned long *dst, unsigned long write)
 {
 	struct page *dpage;
 
-	if (dmirror_fail_large_alloc(mdevice))
+	if (dmirror_fail_large_alloc(ctx))
 		return false;
-	dpage = dmirror_devmem_alloc(mdevice, HPAGE_PMD_ORDER);
+	dpage = dmirror_devmem_alloc(ctx->mdevice, HPAGE_PMD_ORDER);
 	if (!dpage) {
-		dmirror_count(mdevice, DSTAT_ALLOC_FAIL_REAL, 1);
+		dmirror_count(ctx->mdevice, DSTAT_ALLOC_FAIL_REAL, 1);
 		return false;
 	}
-	dmirror_copy_to_dev(dpage, spage, HPAGE_PMD_NR);
 	*dst = migrate_pfn(page_to_pfn(dpage)) | MIGRATE_PFN_COMPOUND | write;
 	return true;
 }
 
 /* Answer @nr entries with base device pages; all or nothing. */
-static void dmirror_to_dev_base(struct dmirror_device *mdevice,
-				struct page *spage, unsigned long *dst,
-				unsigned long nr, unsigned long write)
+static void dmirror_alloc_dev_base(struct dmirror_device *mdevice,
+				   unsigned long *dst, unsigned long nr,
+				   unsigned long write)
 {
 	unsigned long i;
 
@@ -77,7 +106,6 @@ static void dmirror_to_dev_base(struct dmirror_device *mdevice,
 
 		if (!dpage)
 			goto undo;
-		dmirror_copy_to_dev(dpage, spage ? nth_page(spage, i) : NULL, 1);
 		dst[i] = migrate_pfn(page_to_pfn(dpage)) | write;
 	}
 	return;
@@ -93,12 +121,12 @@ undo:
 }
 
 /*
- * Answer the collected entries with device memory.  Returns -EINVAL if a
+ * Allocate device memory for the collected entries.  Returns -EINVAL if a
  * collected page is not anonymous (page cache, shmem): only anonymous memory
  * can move to device-private memory, and such an entry is not answered.
  */
-static int dmirror_answer_to_dev(struct dmirror_device *mdevice,
-				 struct migrate_vma *args)
+static int dmirror_alloc_to_dev(struct dmirror_migrate_ctx *ctx,
+				struct migrate_vma *args)
 {
 	unsigned long npages = args->npages;
 	unsigned long i, nr;
@@ -110,7 +138,7 @@ static int dmirror_answer_to_dev(struct dmirror_device *mdevice,
 		struct page *spage = migrate_pfn_to_page(mpfn);
 		unsigned long write = 0;
 
-		nr = (mpfn & MIGRATE_PFN_COMPOUND) ? HPAGE_PMD_NR : 1;
+		nr = dmirror_entry_nr(mpfn);
 		if (!(mpfn & MIGRATE_PFN_MIGRATE) || i + nr > npages)
 			continue;
 		/* SELECT_SYSTEM never collects device pages. */
@@ -130,15 +158,60 @@ static int dmirror_answer_to_dev(struct dmirror_device *mdevice,
 			if (spage &&
 			    folio_nr_pages(page_folio(spage)) != HPAGE_PMD_NR)
 				continue;
-			if (dmirror_to_dev_thp(mdevice, spage, &args->dst[i],
-					       write))
+			if (dmirror_alloc_dev_thp(ctx, &args->dst[i], write))
 				continue;
 			if (spage)
-				dmirror_count(mdevice, DSTAT_SPLIT_MIGRATE, 1);
+				dmirror_count(ctx->mdevice, DSTAT_SPLIT_MIGRATE,
+					      1);
 		}
-		dmirror_to_dev_base(mdevice, spage, &args->dst[i], nr, write);
+		dmirror_alloc_dev_base(ctx->mdevice, &args->dst[i], nr, write);
 	}
 	return ret;
+}
+
+/*
+ * Copy a source page (NULL: a hole or the zero page) into the backing store
+ * of a device page.
+ */
+static void dmirror_copy_page_to_dev(struct page *dpage, struct page *spage)
+{
+	struct page *rpage = dmirror_backing_page(dpage);
+
+	if (spage)
+		copy_highpage(rpage, spage);
+	else
+		clear_highpage(rpage);
+}
+
+/*
+ * The second pass: copy every answered entry, a compound answer as one
+ * folio, a base answer to a compound source page by page.
+ */
+static void dmirror_copy_to_dev(struct migrate_vma *args)
+{
+	unsigned long i, j, nr;
+
+	for (i = 0; i < args->npages; i += nr) {
+		struct page *spage = migrate_pfn_to_page(args->src[i]);
+		struct page *dpage = migrate_pfn_to_page(args->dst[i]);
+
+		nr = dmirror_entry_nr(args->src[i]);
+		if (!(args->src[i] & MIGRATE_PFN_MIGRATE) ||
+		    i + nr > args->npages)
+			continue;
+		if (args->dst[i] & MIGRATE_PFN_COMPOUND) {
+			for (j = 0; j < nr; j++)
+				dmirror_copy_page_to_dev(nth_page(dpage, j),
+					spage ? nth_page(spage, j) : NULL);
+			continue;
+		}
+		for (j = 0; j < nr; j++) {
+			dpage = migrate_pfn_to_page(args->dst[i + j]);
+			if (dpage)
+				dmirror_copy_page_to_dev(dpage,
+					spage ? nth_page(spage, j) : NULL);
+		}
+	}
 }
 
 /*
@@ -149,10 +222,10 @@ static int dmirror_answer_to_dev(struct dmirror_device *mdevice,
  * device page.  The next device access finds them with hmm_range_fault(),
  * under the notifier sequence.
  */
-static void dmirror_count_to_dev(struct dmirror_device *mdevice,
-				 struct migrate_vma *args)
+static unsigned long dmirror_count_to_dev(struct dmirror_device *mdevice,
+					  struct migrate_vma *args)
 {
-	unsigned long i, nr;
+	unsigned long i, nr, moved = 0;
 
 	for (i = 0; i < args->npages; i += nr) {
 		bool pmd = args->dst[i] & MIGRATE_PFN_COMPOUND;
@@ -163,84 +236,21 @@ static void dmirror_count_to_dev(struct dmirror_device *mdevice,
 			continue;
 		dmirror_count(mdevice, pmd ? DSTAT_THP_TO_DEV : DSTAT_BASE_TO_DEV,
 			      1);
+		moved += nr;
 	}
+	return moved;
 }
 
-/* Next window: at most one PMD, within the vma. */
-static unsigned long dmirror_window_end(struct vm_area_struct *vma,
-					unsigned long addr, unsigned long end)
-{
-	return min3(end, vma->vm_end, ALIGN_DOWN(addr, PMD_SIZE) + PMD_SIZE);
-}
-
-/* HMM_DMIRROR_MIGRATE_TO_DEV */
-int dmirror_migrate_to_device(struct dmirror *dmirror,
-			      struct hmm_dmirror_cmd *cmd)
-{
-	struct mm_struct *mm = dmirror->notifier.mm;
-	unsigned long start = cmd->addr;
-	unsigned long end = start + (cmd->npages << PAGE_SHIFT);
-	struct migrate_vma args = {
-		.pgmap_owner = dmirror->mdevice,
-		.flags = MIGRATE_VMA_SELECT_SYSTEM | MIGRATE_VMA_SELECT_COMPOUND,
-	};
-	unsigned long addr;
-	int ret = 0, refused;
-
-	args.src = kvcalloc(HPAGE_PMD_NR, sizeof(*args.src), GFP_KERNEL);
-	args.dst = kvcalloc(HPAGE_PMD_NR, sizeof(*args.dst), GFP_KERNEL);
-	if (!args.src || !args.dst) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
-	if (!mmget_not_zero(mm)) {
-		ret = -ENOENT;
-		goto out_free;
-	}
-
-	mmap_read_lock(mm);
-	for (addr = start; addr < end; addr = args.end) {
-		args.vma = vma_lookup(mm, addr);
-		if (!args.vma || !(args.vma->vm_flags & VM_READ)) {
-			ret = -EINVAL;
-			break;
-		}
-		args.start = addr;
-		args.end = dmirror_window_end(args.vma, addr, end);
-		ret = migrate_vma_setup(&args);
-		if (ret)
-			break;
-		refused = dmirror_answer_to_dev(dmirror->mdevice, &args);
-		migrate_vma_pages(&args);
-		dmirror_count_to_dev(dmirror->mdevice, &args);
-		migrate_vma_finalize(&args);
-		if (refused) {
-			ret = refused;
-			break;
-		}
-	}
-	mmap_read_unlock(mm);
-	mmput(mm);
-out_free:
-	kvfree(args.dst);
-	kvfree(args.src);
-	if (ret)
-		return ret;
-
-	/* As test_hmm: return what the device now reads of the range. */
-	return dmirror_read_back(dmirror, cmd, true);
-}
+/* ---- to system memory ---- */
 
 /* Answer a compound device entry with one system THP; false to fall back. */
-static bool dmirror_to_sys_thp(struct dmirror_device *mdevice,
-			       struct vm_area_struct *vma, unsigned long addr,
-			       struct page *spage, unsigned long *dst,
-			       unsigned long write)
+static bool dmirror_alloc_sys_thp(struct dmirror_migrate_ctx *ctx,
+				  struct vm_area_struct *vma, unsigned long addr,
+				  unsigned long *dst, unsigned long write)
 {
 	struct folio *folio;
-	unsigned long i;
 
-	if (dmirror_fail_large_alloc(mdevice))
+	if (dmirror_fail_large_alloc(ctx))
 		return false;
 	/* One compaction attempt, no retries: base pages are the fallback. */
 	if (vma)
@@ -249,13 +259,10 @@ static bool dmirror_to_sys_thp(struct dmirror_device *mdevice,
 	else
 		folio = folio_alloc(DMIRROR_GFP_THP, HPAGE_PMD_ORDER);
 	if (!folio) {
-		dmirror_count(mdevice, DSTAT_ALLOC_FAIL_REAL, 1);
+		dmirror_count(ctx->mdevice, DSTAT_ALLOC_FAIL_REAL, 1);
 		return false;
 	}
 	folio_lock(folio);
-	for (i = 0; i < HPAGE_PMD_NR; i++)
-		copy_highpage(folio_page(folio, i),
-			      dmirror_backing_page(nth_page(spage, i)));
 	*dst = migrate_pfn(folio_pfn(folio)) | MIGRATE_PFN_COMPOUND | write;
 	return true;
 }
@@ -264,9 +271,9 @@ static bool dmirror_to_sys_thp(struct dmirror_device *mdevice,
  * Answer @nr entries with base system pages, all or nothing.  Without a vma
  * (eviction) the allocation cannot fail: nothing may be lost.
  */
-static int dmirror_to_sys_base(struct vm_area_struct *vma, unsigned long addr,
-			       struct page *spage, unsigned long *dst,
-			       unsigned long nr, unsigned long write)
+static int dmirror_alloc_sys_base(struct vm_area_struct *vma,
+				  unsigned long addr, unsigned long *dst,
+				  unsigned long nr, unsigned long write)
 {
 	unsigned long i;
 
@@ -281,7 +288,6 @@ static int dmirror_to_sys_base(struct vm_area_struct *vma, unsigned long addr,
 		if (!page)
 			goto undo;
 		lock_page(page);
-		copy_highpage(page, dmirror_backing_page(nth_page(spage, i)));
 		dst[i] = migrate_pfn(page_to_pfn(page)) | write;
 	}
 	return 0;
@@ -297,9 +303,37 @@ undo:
 	return -ENOMEM;
 }
 
+/* The second pass: copy every answered device page to its system page. */
+static void dmirror_copy_to_sys(const unsigned long *src,
+				const unsigned long *dst, unsigned long npages)
+{
+	unsigned long i, j, nr;
+
+	for (i = 0; i < npages; i += nr) {
+		struct page *spage = migrate_pfn_to_page(src[i]);
+		struct page *page = migrate_pfn_to_page(dst[i]);
+
+		nr = dmirror_entry_nr(src[i]);
+		if (!spage || i + nr > npages)
+			continue;
+		if (dst[i] & MIGRATE_PFN_COMPOUND) {
+			for (j = 0; j < nr; j++)
+				copy_highpage(nth_page(page, j),
+					dmirror_backing_page(nth_page(spage, j)));
+			continue;
+		}
+		for (j = 0; j < nr; j++) {
+			page = migrate_pfn_to_page(dst[i + j]);
+			if (page)
+				copy_highpage(page,
+					dmirror_backing_page(nth_page(spage, j)));
+		}
+	}
+}
+
 /**
  * dmirror_answer_to_sys() - allocate and fill system pages for device pages
- * @mdevice:    the device whose pages were collected
+ * @ctx:        the migration (its phase clock is lapped: ALLOC, COPY)
  * @vma:        the vma (migrate_vma paths), or NULL (eviction)
  * @start:      virtual address of src[0] (ignored without @vma)
  * @src:        collected entries
@@ -310,11 +344,12 @@ undo:
  * Return: 0, or -ENOMEM if some entries got no answer (they stay on the
  * device).
  */
-int dmirror_answer_to_sys(struct dmirror_device *mdevice,
+int dmirror_answer_to_sys(struct dmirror_migrate_ctx *ctx,
 			  struct vm_area_struct *vma, unsigned long start,
 			  const unsigned long *src, unsigned long *dst,
 			  unsigned long npages, enum dmirror_stat split_stat)
 {
+	struct dmirror_device *mdevice = ctx->mdevice;
 	unsigned long i, nr;
 	int ret = 0;
 
@@ -324,7 +359,7 @@ int dmirror_answer_to_sys(struct dmirror_device *mdevice,
 		unsigned long addr = start + i * PAGE_SIZE;
 		unsigned long write = src[i] & MIGRATE_PFN_WRITE;
 
-		nr = (src[i] & MIGRATE_PFN_COMPOUND) ? HPAGE_PMD_NR : 1;
+		nr = dmirror_entry_nr(src[i]);
 		if (!spage || !(src[i] & MIGRATE_PFN_MIGRATE) ||
 		    i + nr > npages || !dmirror_is_local_page(mdevice, spage))
 			continue;
@@ -332,14 +367,16 @@ int dmirror_answer_to_sys(struct dmirror_device *mdevice,
 		if (nr > 1) {
 			if (folio_nr_pages(page_folio(spage)) != HPAGE_PMD_NR)
 				continue;
-			if (dmirror_to_sys_thp(mdevice, vma, addr, spage,
-					       &dst[i], write))
+			if (dmirror_alloc_sys_thp(ctx, vma, addr, &dst[i], write))
 				continue;
 			dmirror_count(mdevice, split_stat, 1);
 		}
-		if (dmirror_to_sys_base(vma, addr, spage, &dst[i], nr, write))
+		if (dmirror_alloc_sys_base(vma, addr, &dst[i], nr, write))
 			ret = -ENOMEM;
 	}
+	dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_ALLOC);
+	dmirror_copy_to_sys(src, dst, npages);
+	dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_COPY);
 	return ret;
 }
 
@@ -365,22 +402,63 @@ unsigned long dmirror_count_to_sys(struct dmirror_device *mdevice,
 	return moved;
 }
 
-/* HMM_DMIRROR_MIGRATE_TO_SYS */
-int dmirror_migrate_to_system(struct dmirror *dmirror,
-			      struct hmm_dmirror_cmd *cmd)
+/* ---- the loop ---- */
+
+/* Next window: at most one PMD, within the vma. */
+static unsigned long dmirror_window_end(struct vm_area_struct *vma,
+					unsigned long addr, unsigned long end)
 {
-	struct dmirror_device *mdevice = dmirror->mdevice;
+	return min3(end, vma->vm_end, ALIGN_DOWN(addr, PMD_SIZE) + PMD_SIZE);
+}
+
+/* Answer one collected window; returns 0 or an error to stop the loop. */
+static int dmirror_answer_window(struct dmirror_migrate_ctx *ctx,
+				 struct migrate_vma *args, bool to_dev)
+{
+	int ret;
+
+	if (!to_dev)
+		return dmirror_answer_to_sys(ctx, args->vma, args->start,
+					     args->src, args->dst, args->npages,
+					     DSTAT_SPLIT_MIGRATE);
+	ret = dmirror_alloc_to_dev(ctx, args);
+	dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_ALLOC);
+	dmirror_copy_to_dev(args);
+	dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_COPY);
+	return ret;
+}
+
+/**
+ * dmirror_migrate_range() - MIGRATE_TO_DEV or MIGRATE_TO_SYS of a range
+ * @ctx:    the migration: device, file, and phase clock (started)
+ * @start:  page-aligned start
+ * @end:    end, above @start
+ * @to_dev: to this device's memory, or back to system memory
+ * @moved:  (out) pages that moved
+ *
+ * Every window of [@start, @end) goes through setup, answer, pages and
+ * finalize; the first window that fails stops the walk, and what moved
+ * before it stays moved.
+ *
+ * Return: 0; -EINVAL for a hole or a vma that cannot be read, or a page
+ * that cannot move to device memory (not anonymous); -ENOMEM; -ENOENT if
+ * the mm is gone; an error of migrate_vma_setup().
+ */
+int dmirror_migrate_range(struct dmirror_migrate_ctx *ctx, unsigned long start,
+			  unsigned long end, bool to_dev, u64 *moved)
+{
+	struct dmirror *dmirror = ctx->dmirror;
 	struct mm_struct *mm = dmirror->notifier.mm;
-	unsigned long start = cmd->addr;
-	unsigned long end = start + (cmd->npages << PAGE_SHIFT);
 	struct migrate_vma args = {
-		.pgmap_owner = mdevice,
-		.flags = MIGRATE_VMA_SELECT_DEVICE_PRIVATE |
-			 MIGRATE_VMA_SELECT_COMPOUND,
+		.pgmap_owner = ctx->mdevice,
+		.flags = MIGRATE_VMA_SELECT_COMPOUND |
+			 (to_dev ? MIGRATE_VMA_SELECT_SYSTEM :
+				   MIGRATE_VMA_SELECT_DEVICE_PRIVATE),
 	};
 	unsigned long addr;
 	int ret = 0;
 
+	*moved = 0;
 	args.src = kvcalloc(HPAGE_PMD_NR, sizeof(*args.src), GFP_KERNEL);
 	args.dst = kvcalloc(HPAGE_PMD_NR, sizeof(*args.dst), GFP_KERNEL);
 	if (!args.src || !args.dst) {
@@ -404,13 +482,15 @@ int dmirror_migrate_to_system(struct dmirror *dmirror,
 		ret = migrate_vma_setup(&args);
 		if (ret)
 			break;
-		ret = dmirror_answer_to_sys(mdevice, args.vma, addr, args.src,
-					    args.dst, args.npages,
-					    DSTAT_SPLIT_MIGRATE);
+		dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_SETUP);
+		ret = dmirror_answer_window(ctx, &args, to_dev);
 		migrate_vma_pages(&args);
-		cmd->cpages += dmirror_count_to_sys(mdevice, args.src,
-						    args.dst, args.npages);
+		dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_PAGES);
+		*moved += to_dev ? dmirror_count_to_dev(ctx->mdevice, &args) :
+			  dmirror_count_to_sys(ctx->mdevice, args.src, args.dst,
+					       args.npages);
 		migrate_vma_finalize(&args);
+		dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_FINALIZE);
 		if (ret)
 			break;
 	}
@@ -419,5 +499,93 @@ int dmirror_migrate_to_system(struct dmirror *dmirror,
 out_free:
 	kvfree(args.dst);
 	kvfree(args.src);
+	return ret;
+}
+
+/* ---- the copy ceiling ---- */
+
+#define DMIRROR_COPY_BENCH_MAX	4096
+#define DMIRROR_COPY_NR		DMIRROR_THP_COPY_BENCH_FOLIOS
+
+/* This CPU's whole TLB, as after the unmap of a migration. */
+static void dmirror_flush_tlb(void)
+{
+	preempt_disable();
+	__flush_tlb_all();
+	preempt_enable();
+}
+
+/* Page @j of a PMD-sized folio of the bench, laid out as a backing block. */
+static struct page *dmirror_bench_page(struct folio *folio, unsigned long j)
+{
+	return folio_page(folio, (j + 1) & (HPAGE_PMD_NR - 1));
+}
+
+/**
+ * dmirror_copy_bench() - HMM_DMIRROR_COPY_BENCH: time the migration copies
+ * @cb: the command; @cb->copy_ns and @cb->to_user_ns are set
+ *
+ * Copies PMD-sized folios the way the migration paths do, @cb->iters times,
+ * cycling over DMIRROR_THP_COPY_BENCH_FOLIOS distinct folios on each side:
+ * copy_highpage() page by page from a system folio into a block laid out as
+ * device backing (dmirror_backing_alloc()), then from that block to the
+ * user buffer @cb->ptr as READ and the read-back do.  Each folio copy
+ * starts with a flushed TLB, as a migration's copy does after the unmap;
+ * under TCG the refills are a good part of a copy's time.
+ *
+ * Return: 0, -EINVAL, -EFAULT or -ENOMEM.
+ */
+int dmirror_copy_bench(struct dmirror_thp_copy_bench *cb)
+{
+	char __user *uptr = u64_to_user_ptr(cb->ptr);
+	struct folio *src[DMIRROR_COPY_NR] = {}, *dst[DMIRROR_COPY_NR] = {};
+	unsigned long i, j, k;
+	int ret = 0;
+	u64 t;
+
+	if (!cb->iters || cb->iters > DMIRROR_COPY_BENCH_MAX)
+		return -EINVAL;
+	for (k = 0; k < DMIRROR_COPY_NR; k++) {
+		src[k] = folio_alloc(GFP_HIGHUSER | __GFP_NORETRY |
+				     __GFP_NOWARN, HPAGE_PMD_ORDER);
+		dst[k] = folio_alloc(GFP_HIGHUSER | __GFP_NORETRY |
+				     __GFP_NOWARN, HPAGE_PMD_ORDER);
+		if (!src[k] || !dst[k]) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		for (j = 0; j < HPAGE_PMD_NR; j++)
+			memset_page(folio_page(src[k], j), 0, 0x5a, PAGE_SIZE);
+	}
+
+	t = ktime_get_ns();
+	for (i = 0; i < cb->iters; i++) {
+		k = i % DMIRROR_COPY_NR;
+		dmirror_flush_tlb();
+		for (j = 0; j < HPAGE_PMD_NR; j++)
+			copy_highpage(dmirror_bench_page(dst[k], j),
+				      folio_page(src[k], j));
+		cond_resched();
+	}
+	cb->copy_ns = ktime_get_ns() - t;
+
+	t = ktime_get_ns();
+	for (i = 0; i < cb->iters && !ret; i++) {
+		k = i % DMIRROR_COPY_NR;
+		dmirror_flush_tlb();
+		for (j = 0; j < HPAGE_PMD_NR && !ret; j++)
+			ret = dmirror_copy_page_to_user(uptr + k * PMD_SIZE +
+							j * PAGE_SIZE,
+							dmirror_bench_page(dst[k], j));
+		cond_resched();
+	}
+	cb->to_user_ns = ktime_get_ns() - t;
+out:
+	for (k = 0; k < DMIRROR_COPY_NR; k++) {
+		if (dst[k])
+			folio_put(dst[k]);
+		if (src[k])
+			folio_put(src[k]);
+	}
 	return ret;
 }

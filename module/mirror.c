@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dmirror-thp mirror: the simulated device page table, and the commands that
- * use it (READ, WRITE, EXCLUSIVE, CHECK_EXCLUSIVE; SNAPSHOT is in snapshot.c).
+ * use it (READ, WRITE, EXCLUSIVE, CHECK_EXCLUSIVE and the read-back after
+ * MIGRATE_TO_DEV; SNAPSHOT is in snapshot.c).
  *
  * The page table is two xarrays: dmirror->pt holds one tagged struct page *
  * per virtual pfn, dmirror->pmd_pt one tagged head page per PMD-mapped block
@@ -14,11 +15,17 @@
  * to a read-only one (COW after fork) first migrates its window back to
  * system memory, where the write fault breaks the COW.
  *
+ * Device accesses go a PMD window at a time.  A read takes a reference on
+ * each folio it found under dmirror->mutex and copies to user space after
+ * dropping it, so a read costs one copy; a write copies the user's data into
+ * a PMD-sized bounce buffer first, then into the pages under the mutex, so
+ * that it cannot race with a migration of the pages it writes.
+ *
  * Locking: dmirror->mutex protects both xarrays.  The notifier takes it, so
- * nothing under it may fault on user memory or allocate with reclaim: the
- * commands copy through a kernel bounce buffer, and stores use GFP_ATOMIC.
- * hmm_range_fault() and make_device_exclusive_range() run under the mmap
- * read lock only; the notifier sequence is checked under dmirror->mutex.
+ * nothing under it may fault on user memory or allocate with reclaim; stores
+ * use GFP_ATOMIC.  hmm_range_fault() and make_device_exclusive_range() run
+ * under the mmap read lock only; the notifier sequence is checked under
+ * dmirror->mutex.
  */
 #include <linux/delay.h>
 #include <linux/hmm.h>
@@ -28,41 +35,25 @@
 #include <linux/rmap.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
-#include <linux/uaccess.h>
 
 #include "dmirror.h"
 
-/* Lookups of a missing page before MIGRATE_TO_DEV reports -ENOENT. */
+/* Lookups of a missing page before the read-back reports -ENOENT. */
 #define DMIRROR_SETTLE_TRIES	10
-
-struct dmirror_bounce {
-	void		*ptr;
-	unsigned long	size;
-	unsigned long	addr;
-	unsigned long	cpages;
-};
-
-static int dmirror_bounce_init(struct dmirror_bounce *bounce,
-			       unsigned long addr, unsigned long size)
-{
-	bounce->addr = addr;
-	bounce->size = size;
-	bounce->cpages = 0;
-	bounce->ptr = kvmalloc(size, GFP_KERNEL | __GFP_NOWARN |
-			       __GFP_RETRY_MAYFAIL);
-	return bounce->ptr ? 0 : -ENOMEM;
-}
-
-static void dmirror_bounce_fini(struct dmirror_bounce *bounce)
-{
-	kvfree(bounce->ptr);
-}
+/*
+ * Times a device write migrates one window back to system memory to break
+ * COW (fork shared it read-only) before it gives up with -EBUSY.
+ */
+#define DMIRROR_COW_RETRIES	3
 
 /* Caller holds dmirror->mutex. */
 static struct page *dmirror_pt_lookup(struct dmirror *dmirror,
 				      unsigned long vpfn, unsigned long *tag)
 {
-	void *entry = xa_load(&dmirror->pt, vpfn);
+	void *entry;
+
+	lockdep_assert_held(&dmirror->mutex);
+	entry = xa_load(&dmirror->pt, vpfn);
 
 	if (entry) {
 		*tag = xa_pointer_tag(entry);
@@ -76,7 +67,7 @@ static struct page *dmirror_pt_lookup(struct dmirror *dmirror,
 			vpfn & (HPAGE_PMD_NR - 1));
 }
 
-/**
+/*
  * dmirror_pt_store() - record a mapping in the mirror page table
  * @dmirror: the mirror; caller holds dmirror->mutex
  * @vpfn:    virtual pfn (PMD aligned if @pmd)
@@ -86,12 +77,14 @@ static struct page *dmirror_pt_lookup(struct dmirror *dmirror,
  *
  * Return: 0, or -ENOMEM if the xarray could not allocate.
  */
-int dmirror_pt_store(struct dmirror *dmirror, unsigned long vpfn,
-		     struct page *page, unsigned long tag, bool pmd)
+static int dmirror_pt_store(struct dmirror *dmirror, unsigned long vpfn,
+			    struct page *page, unsigned long tag, bool pmd)
 {
 	void *entry = xa_tag_pointer(page, tag);
 	unsigned long idx;
 	void *old;
+
+	lockdep_assert_held(&dmirror->mutex);
 
 	if (!pmd)
 		return xa_err(xa_store(&dmirror->pt, vpfn, entry, GFP_ATOMIC));
@@ -110,6 +103,7 @@ static void dmirror_pt_zap(struct dmirror *dmirror, unsigned long start,
 	unsigned long idx;
 	void *entry;
 
+	lockdep_assert_held(&dmirror->mutex);
 	xa_for_each_range(&dmirror->pt, idx, entry, start >> PAGE_SHIFT,
 			  (end - 1) >> PAGE_SHIFT)
 		xa_erase(&dmirror->pt, idx);
@@ -149,33 +143,73 @@ static struct page *dmirror_data_page(struct dmirror *dmirror,
 	return page;
 }
 
-/* Copy [start, end) of the mirror into the bounce buffer. */
-static int dmirror_do_read(struct dmirror *dmirror, unsigned long start,
-			   unsigned long end, struct dmirror_bounce *bounce)
+/*
+ * What a device read holds of one page between the lookup and the copy: the
+ * page whose bytes it copies (a system page, or the backing of a device
+ * page) and the folio reference that keeps it alive, taken once per folio.
+ */
+struct dmirror_page_ref {
+	struct page	*data;
+	struct folio	*ref;
+};
+
+/*
+ * Take a reference on the folio of each page of [start, end), within one
+ * PMD, and note its data page, into @refs until one is missing from the
+ * mirror; *@got counts them.  Caller holds dmirror->mutex, under which a
+ * mirrored page cannot be freed.  A device folio holds its backing store,
+ * so a reference on it keeps the data page too.
+ */
+static int dmirror_get_pages(struct dmirror *dmirror, unsigned long start,
+			     unsigned long end, struct dmirror_page_ref *refs,
+			     unsigned long *got)
 {
-	void *ptr = bounce->ptr + ((start - bounce->addr) & PAGE_MASK);
-	unsigned long vpfn, tag;
+	unsigned long vpfn = start >> PAGE_SHIFT, last = (end >> PAGE_SHIFT) - 1;
+	struct page *head = NULL, *page;
+	struct folio *held = NULL;
+	unsigned long idx = vpfn, tag;
 
-	for (vpfn = start >> PAGE_SHIFT; vpfn < (end >> PAGE_SHIFT); vpfn++) {
-		struct page *page = dmirror_pt_lookup(dmirror, vpfn, &tag);
+	lockdep_assert_held(&dmirror->mutex);
+	/* No per-page entry in the window: its PMD entry, if any, maps it. */
+	if (!xa_find(&dmirror->pt, &idx, last, XA_PRESENT)) {
+		void *entry = xa_load(&dmirror->pmd_pt, vpfn >> HPAGE_PMD_ORDER);
 
-		if (page)
-			page = dmirror_data_page(dmirror, page);
-		if (!page)
+		if (!entry)
 			return -ENOENT;
-		memcpy_from_page(ptr, page, 0, PAGE_SIZE);
-		ptr += PAGE_SIZE;
-		bounce->cpages++;
+		head = xa_untag_pointer(entry);
+	}
+	for (; vpfn <= last; vpfn++) {
+		struct page *data;
+
+		if (head)
+			page = nth_page(head, vpfn & (HPAGE_PMD_NR - 1));
+		else
+			page = dmirror_pt_lookup(dmirror, vpfn, &tag);
+		data = page ? dmirror_data_page(dmirror, page) : NULL;
+		if (!data)
+			return -ENOENT;
+		refs[*got].ref = NULL;
+		if (page_folio(page) != held) {
+			held = page_folio(page);
+			folio_get(held);
+			refs[*got].ref = held;
+		}
+		refs[(*got)++].data = data;
 	}
 	return 0;
 }
 
-static int dmirror_do_write(struct dmirror *dmirror, unsigned long start,
-			    unsigned long end, struct dmirror_bounce *bounce)
+/*
+ * Write @src into the pages of [start, end) that the device may write,
+ * until one is missing; *@done counts them.  Caller holds dmirror->mutex.
+ */
+static int dmirror_put_data(struct dmirror *dmirror, unsigned long start,
+			    unsigned long end, const void *src,
+			    unsigned long *done)
 {
-	void *ptr = bounce->ptr + ((start - bounce->addr) & PAGE_MASK);
 	unsigned long vpfn, tag;
 
+	lockdep_assert_held(&dmirror->mutex);
 	for (vpfn = start >> PAGE_SHIFT; vpfn < (end >> PAGE_SHIFT); vpfn++) {
 		struct page *page = dmirror_pt_lookup(dmirror, vpfn, &tag);
 
@@ -185,9 +219,9 @@ static int dmirror_do_write(struct dmirror *dmirror, unsigned long start,
 			page = NULL;
 		if (!page)
 			return -ENOENT;
-		memcpy_to_page(page, 0, ptr, PAGE_SIZE);
-		ptr += PAGE_SIZE;
-		bounce->cpages++;
+		memcpy_to_page(page, 0, src, PAGE_SIZE);
+		src += PAGE_SIZE;
+		(*done)++;
 	}
 	return 0;
 }
@@ -205,6 +239,7 @@ static int dmirror_do_fault(struct dmirror *dmirror, struct hmm_range *range)
 	unsigned long i, step;
 	int ret;
 
+	lockdep_assert_held(&dmirror->mutex);
 	for (i = 0; i < n; i += step, vpfn += step) {
 		unsigned long hpfn = range->hmm_pfns[i];
 		unsigned long tag = DPT_XA_TAG_READ;
@@ -251,6 +286,7 @@ static int dmirror_fault_errno(struct mm_struct *mm, struct hmm_range *range)
 	unsigned long addr = range->start;
 	struct vm_area_struct *vma;
 
+	mmap_assert_locked(mm);
 	if (range->default_flags & HMM_PFN_REQ_WRITE)
 		need |= VM_WRITE;
 	while (addr < range->end) {
@@ -318,12 +354,14 @@ static int dmirror_range_fault(struct dmirror *dmirror,
 static int dmirror_window_to_sys(struct dmirror *dmirror, unsigned long start,
 				 unsigned long end)
 {
-	struct hmm_dmirror_cmd cmd = {
-		.addr = start,
-		.npages = (end - start) >> PAGE_SHIFT,
+	struct dmirror_migrate_ctx ctx = {
+		.mdevice = dmirror->mdevice,
+		.dmirror = dmirror,
 	};
+	u64 moved;
 
-	return dmirror_migrate_to_system(dmirror, &cmd);
+	dmirror_clock_start(&ctx, HMM_DMIRROR_PATH_TO_SYS);
+	return dmirror_migrate_range(&ctx, start, end, false, &moved);
 }
 
 /*
@@ -340,7 +378,7 @@ static int dmirror_fault(struct dmirror *dmirror, unsigned long start,
 		.default_flags = req,
 		.dev_private_owner = dmirror->mdevice,
 	};
-	unsigned int moved = 0;
+	unsigned int cow = 0;
 	unsigned long addr;
 	int ret = 0;
 
@@ -357,9 +395,10 @@ static int dmirror_fault(struct dmirror *dmirror, unsigned long start,
 		range.end = min(end, ALIGN_DOWN(addr, PMD_SIZE) + PMD_SIZE);
 		ret = dmirror_range_fault(dmirror, &range);
 		if (ret == -EAGAIN) {
-			ret = -EBUSY;
-			if (++moved > DMIRROR_SETTLE_TRIES)
+			if (++cow > DMIRROR_COW_RETRIES) {
+				ret = -EBUSY;
 				break;
+			}
 			/* Then the write fault breaks the COW; retry. */
 			ret = dmirror_window_to_sys(dmirror, range.start,
 						    range.end);
@@ -370,6 +409,7 @@ static int dmirror_fault(struct dmirror *dmirror, unsigned long start,
 		}
 		if (ret)
 			break;
+		cow = 0;
 	}
 	mmput(mm);
 out:
@@ -377,70 +417,161 @@ out:
 	return ret;
 }
 
-/* HMM_DMIRROR_READ */
-int dmirror_read(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
+enum dmirror_access {
+	DMIRROR_READ,		/* READ: fault missing pages in */
+	DMIRROR_WRITE,		/* WRITE: fault them in writable */
+	DMIRROR_READ_BACK,	/* after MIGRATE_TO_DEV: look up, settle */
+	DMIRROR_PEEK,		/* after EXCLUSIVE: look up only */
+};
+
+/* Copy @n pages to user space at @uptr and drop their references. */
+static int dmirror_copy_pages_out(char __user *uptr,
+				  struct dmirror_page_ref *refs,
+				  unsigned long n)
 {
-	unsigned long size = cmd->npages << PAGE_SHIFT;
-	unsigned long start = cmd->addr, end = start + size;
-	struct dmirror_bounce bounce;
+	unsigned long i;
+	int ret = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!ret)
+			ret = dmirror_copy_page_to_user(uptr + i * PAGE_SIZE,
+							refs[i].data);
+	}
+	for (i = 0; i < n; i++)
+		if (refs[i].ref)
+			folio_put(refs[i].ref);
+	return ret;
+}
+
+/* Copy [uptr, uptr + size) into the write bounce buffer. */
+static int dmirror_copy_in(void *bounce, const char __user *uptr,
+			   unsigned long size)
+{
+	unsigned long off;
+
+	for (off = 0; off < size; off += PAGE_SIZE)
+		if (dmirror_copy_page_from_user(bounce + off, uptr + off))
+			return -EFAULT;
+	return 0;
+}
+
+/*
+ * One window [wstart, wend) of a device access: look the pages up (and
+ * copy @bounce into them for a write) under dmirror->mutex, fault or settle
+ * where one is missing, and for a read copy them out to @uptr.  *@done
+ * counts the pages of the window that were accessed.
+ */
+static int dmirror_access_window(struct dmirror *dmirror,
+				 struct hmm_dmirror_cmd *cmd,
+				 enum dmirror_access acc, unsigned long wstart,
+				 unsigned long wend, struct dmirror_page_ref *refs,
+				 void *bounce, char __user *uptr,
+				 unsigned long *done)
+{
+	unsigned long end = cmd->addr + (cmd->npages << PAGE_SHIFT);
+	unsigned long req = HMM_PFN_REQ_FAULT;
+	unsigned int tries = 0;
+	unsigned long miss;
 	int ret;
 
-	ret = dmirror_bounce_init(&bounce, start, size);
-	if (ret)
-		return ret;
+	*done = 0;
 	for (;;) {
+		miss = wstart + (*done << PAGE_SHIFT);
 		mutex_lock(&dmirror->mutex);
-		ret = dmirror_do_read(dmirror, start, end, &bounce);
+		if (acc == DMIRROR_WRITE)
+			ret = dmirror_put_data(dmirror, miss, wend,
+					       bounce + (*done << PAGE_SHIFT),
+					       done);
+		else
+			ret = dmirror_get_pages(dmirror, miss, wend, refs,
+						done);
 		mutex_unlock(&dmirror->mutex);
 		if (ret != -ENOENT)
 			break;
 
-		start = cmd->addr + (bounce.cpages << PAGE_SHIFT);
-		ret = dmirror_fault(dmirror, start, end, HMM_PFN_REQ_FAULT);
+		switch (acc) {
+		case DMIRROR_WRITE:
+			req |= HMM_PFN_REQ_WRITE;
+			fallthrough;
+		case DMIRROR_READ:
+			/* As test_hmm: one fault of the rest of the range. */
+			ret = dmirror_fault(dmirror, miss, end, req);
+			cmd->faults++;
+			break;
+		case DMIRROR_READ_BACK:
+			if (tries == DMIRROR_SETTLE_TRIES)
+				goto out;
+			if (tries++)
+				usleep_range(500, 1000);
+			ret = dmirror_fault(dmirror, miss, wend, 0);
+			break;
+		case DMIRROR_PEEK:
+			goto out;
+		}
 		if (ret)
 			break;
-		cmd->faults++;
 	}
-	if (!ret && copy_to_user(u64_to_user_ptr(cmd->ptr), bounce.ptr, size))
-		ret = -EFAULT;
-	cmd->cpages = bounce.cpages;
-	dmirror_bounce_fini(&bounce);
+out:
+	if (acc != DMIRROR_WRITE) {
+		int err = dmirror_copy_pages_out(uptr, refs, *done);
+
+		ret = ret ?: err;
+	}
 	return ret;
+}
+
+/*
+ * READ, WRITE and the read-backs: the range a PMD window at a time, with
+ * one array of page pointers for a read, or one PMD-sized bounce buffer for
+ * a write.
+ */
+static int dmirror_access(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
+			  enum dmirror_access acc)
+{
+	unsigned long size = cmd->npages << PAGE_SHIFT;
+	unsigned long end = cmd->addr + size, wstart, wend, done;
+	char __user *uptr = u64_to_user_ptr(cmd->ptr);
+	struct dmirror_page_ref *refs = NULL;
+	void *bounce = NULL;
+	int ret = 0;
+
+	if (acc == DMIRROR_WRITE)
+		bounce = kvmalloc(min(size, PMD_SIZE), GFP_KERNEL);
+	else
+		refs = kvmalloc_array(HPAGE_PMD_NR, sizeof(*refs), GFP_KERNEL);
+	if (!bounce && !refs)
+		return -ENOMEM;
+
+	cmd->cpages = 0;
+	for (wstart = cmd->addr; wstart < end; wstart = wend) {
+		wend = min(end, ALIGN_DOWN(wstart, PMD_SIZE) + PMD_SIZE);
+		if (bounce) {
+			ret = dmirror_copy_in(bounce, uptr, wend - wstart);
+			if (ret)
+				break;
+		}
+		ret = dmirror_access_window(dmirror, cmd, acc, wstart, wend,
+					    refs, bounce, uptr, &done);
+		cmd->cpages += done;
+		if (ret)
+			break;
+		uptr += wend - wstart;
+	}
+	kvfree(bounce);
+	kvfree(refs);
+	return ret;
+}
+
+/* HMM_DMIRROR_READ */
+int dmirror_read(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
+{
+	return dmirror_access(dmirror, cmd, DMIRROR_READ);
 }
 
 /* HMM_DMIRROR_WRITE */
 int dmirror_write(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
 {
-	unsigned long size = cmd->npages << PAGE_SHIFT;
-	unsigned long start = cmd->addr, end = start + size;
-	struct dmirror_bounce bounce;
-	int ret;
-
-	ret = dmirror_bounce_init(&bounce, start, size);
-	if (ret)
-		return ret;
-	if (copy_from_user(bounce.ptr, u64_to_user_ptr(cmd->ptr), size)) {
-		ret = -EFAULT;
-		goto out;
-	}
-	for (;;) {
-		mutex_lock(&dmirror->mutex);
-		ret = dmirror_do_write(dmirror, start, end, &bounce);
-		mutex_unlock(&dmirror->mutex);
-		if (ret != -ENOENT)
-			break;
-
-		start = cmd->addr + (bounce.cpages << PAGE_SHIFT);
-		ret = dmirror_fault(dmirror, start, end,
-				    HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE);
-		if (ret)
-			break;
-		cmd->faults++;
-	}
-out:
-	cmd->cpages = bounce.cpages;
-	dmirror_bounce_fini(&bounce);
-	return ret;
+	return dmirror_access(dmirror, cmd, DMIRROR_WRITE);
 }
 
 /**
@@ -452,57 +583,17 @@ out:
  * Used after MIGRATE_TO_DEV and EXCLUSIVE.  Nothing is faulted in, so a page
  * the device cannot read as it is (not populated, on another device) gives
  * -ENOENT, as in test_hmm.  With @settle, a page that is missing from the
- * mirror because a CPU fault or a concurrent migration moved it back is
- * looked up again, without a fault, a few times before giving up.
+ * mirror (after MIGRATE_TO_DEV all of them are: the migration does not
+ * record them) is looked up with hmm_range_fault() a few times before
+ * giving up; without it, only the mirror is read.
  *
  * Return: 0, -ENOENT, -EFAULT for a bad cmd->ptr, or -ENOMEM.
  */
 int dmirror_read_back(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
 		      bool settle)
 {
-	unsigned long size = cmd->npages << PAGE_SHIFT;
-	unsigned long end = cmd->addr + size, wstart, wend, start;
-	unsigned long cpages = 0;
-	struct dmirror_bounce bounce;
-	unsigned int tries;
-	int ret;
-
-	/*
-	 * A PMD at a time through one bounce buffer of at most PMD_SIZE: a
-	 * bounce of the whole range costs a large vmalloc (and a TLB flush of
-	 * every CPU at vfree) per command.
-	 */
-	ret = dmirror_bounce_init(&bounce, cmd->addr, min(size, PMD_SIZE));
-	if (ret)
-		return ret;
-	for (wstart = cmd->addr; wstart < end && !ret; wstart = wend) {
-		wend = min(end, ALIGN_DOWN(wstart, PMD_SIZE) + PMD_SIZE);
-		bounce.addr = wstart;
-		bounce.cpages = 0;
-		start = wstart;
-		for (tries = 0; ; tries++) {
-			mutex_lock(&dmirror->mutex);
-			ret = dmirror_do_read(dmirror, start, wend, &bounce);
-			mutex_unlock(&dmirror->mutex);
-			if (ret != -ENOENT || !settle ||
-			    tries == DMIRROR_SETTLE_TRIES)
-				break;
-			if (tries)
-				usleep_range(500, 1000);
-			start = wstart + (bounce.cpages << PAGE_SHIFT);
-			ret = dmirror_fault(dmirror, start, wend, 0);
-			if (ret)
-				break;
-		}
-		cpages += bounce.cpages;
-		if (!ret && copy_to_user(u64_to_user_ptr(cmd->ptr) +
-					 (wstart - cmd->addr), bounce.ptr,
-					 wend - wstart))
-			ret = -EFAULT;
-	}
-	cmd->cpages = cpages;
-	dmirror_bounce_fini(&bounce);
-	return ret;
+	return dmirror_access(dmirror, cmd,
+			      settle ? DMIRROR_READ_BACK : DMIRROR_PEEK);
 }
 
 /*

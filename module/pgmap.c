@@ -1,32 +1,43 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dmirror-thp CPU fault path: dev_pagemap_ops.migrate_to_ram.
+ * dmirror-thp dev_pagemap_ops: what the core asks of the device's pages.
  *
- * A CPU access to a device-private entry of this device lands here.  For a
- * PMD-mapped device THP (vmf->page is the head page, unlocked, referenced by
- * the caller) the whole PMD-aligned range is migrated with
+ * migrate_to_ram: a CPU access to a device-private entry of this device.
+ * For a PMD-mapped device THP (vmf->page is the head page, unlocked,
+ * referenced by the caller) the whole PMD-aligned range is migrated with
  * SELECT_DEVICE_PRIVATE | SELECT_COMPOUND: back as one system THP when a
  * PMD-order folio can be allocated (and HMM_DMIRROR_FLAG_FAIL_ALLOC does not
  * say otherwise), else as HPAGE_PMD_NR base pages, all of them copied, which
  * makes the core split the device folio.  A base page, or a large folio that
- * the vma no longer covers whole, migrates on its own.
+ * the vma no longer covers whole, migrates on its own.  Called with the mmap
+ * lock (or the vma lock) held for read; it takes no lock of its own.  The
+ * mirror page tables are cleaned by the mmu interval notifier that
+ * migrate_vma_setup() fires, so the fault path needs no mirror.
  *
- * Locking: called with the mmap lock (or the vma lock) held for read; takes
- * no lock of its own.  The mirror page tables are cleaned by the mmu
- * interval notifier that migrate_vma_setup() fires, so the fault path needs
- * no mirror.  The src/dst arrays are allocated per fault and always freed.
+ * folio_split: called for every new folio while the core splits a large
+ * device folio, then once with a NULL tail.  The backing store is addressed
+ * by device pfn (see devmem.c); the callback splits the block that backs the
+ * folio, if it is one, points the new folio's zone_device_data at its chunk,
+ * and counts the split.  It runs with IRQs off and spinlocks held: it
+ * neither sleeps nor allocates.
+ *
+ * page_free: the folio goes back to the allocator.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
 
 #include "dmirror.h"
 
-vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
+static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 {
 	struct dmirror_device *mdevice = dmirror_page_chunk(vmf->page)->mdevice;
 	struct vm_area_struct *vma = vmf->vma;
 	unsigned long start = vmf->address & PAGE_MASK;
 	unsigned long pmd_start = ALIGN_DOWN(vmf->address, PMD_SIZE);
+	struct dmirror_migrate_ctx ctx = {
+		.mdevice = mdevice,
+		.mm = vma->vm_mm,
+	};
 	struct migrate_vma args = {
 		.vma = vma,
 		.pgmap_owner = mdevice,
@@ -37,6 +48,7 @@ vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 	vm_fault_t ret = 0;
 
 	dmirror_count(mdevice, DSTAT_CPU_FAULTS, 1);
+	dmirror_clock_start(&ctx, HMM_DMIRROR_PATH_FAULT);
 
 	if (folio_order(page_folio(vmf->page)) == HPAGE_PMD_ORDER &&
 	    pmd_start >= vma->vm_start && pmd_start + PMD_SIZE <= vma->vm_end) {
@@ -61,13 +73,41 @@ vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 		ret = VM_FAULT_SIGBUS;
 		goto out;
 	}
-	dmirror_answer_to_sys(mdevice, vma, start, args.src, args.dst,
+	dmirror_clock_lap(&ctx, HMM_DMIRROR_PHASE_SETUP);
+	dmirror_answer_to_sys(&ctx, vma, start, args.src, args.dst,
 			      args.npages, DSTAT_SPLIT_FAULT);
 	migrate_vma_pages(&args);
+	dmirror_clock_lap(&ctx, HMM_DMIRROR_PHASE_PAGES);
 	dmirror_count_to_sys(mdevice, args.src, args.dst, args.npages);
 	migrate_vma_finalize(&args);
+	dmirror_clock_lap(&ctx, HMM_DMIRROR_PHASE_FINALIZE);
 out:
 	kvfree(args.dst);
 	kvfree(args.src);
 	return ret;
 }
+
+static void dmirror_folio_split(struct folio *head, struct folio *tail)
+{
+	struct dmirror_chunk *chunk = dmirror_page_chunk(folio_page(head, 0));
+
+	if (!tail) {
+		dmirror_count(chunk->mdevice, DSTAT_SPLIT_CALLBACK, 1);
+		return;
+	}
+	/* The first new folio: the head still has its old order. */
+	dmirror_backing_split(folio_page(head, 0));
+	folio_set_zone_device_data(tail, chunk);
+}
+
+/* Called once per folio, with its head page. */
+static void dmirror_page_free(struct page *page)
+{
+	dmirror_devmem_free(page);
+}
+
+const struct dev_pagemap_ops dmirror_pgmap_ops = {
+	.page_free	= dmirror_page_free,
+	.migrate_to_ram	= dmirror_devmem_fault,
+	.folio_split	= dmirror_folio_split,
+};

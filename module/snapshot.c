@@ -3,8 +3,9 @@
  * dmirror-thp snapshot: HMM_DMIRROR_SNAPSHOT reports, one byte per page, what
  * the CPU page table maps, as the device would see it through
  * hmm_range_fault() without faulting anything in.  A device-private PMD of
- * this device is reported with HMM_DMIRROR_PROT_PMD (hmm reports it with the
- * PMD order, and the mirror page table holds it as one PMD-level entry).
+ * this device is reported with HMM_DMIRROR_PROT_PMD: the PMD bit comes only
+ * from the order hmm_range_fault() reports, that is from the core's page
+ * table holding a PMD, never from the driver's own mirror table.
  *
  * Locking: each PMD-aligned window registers a temporary interval notifier
  * that only bumps its sequence; hmm_range_fault() runs under the mmap read
@@ -20,9 +21,9 @@
 
 #include "dmirror.h"
 
-/* The SNAPSHOT byte of one hmm pfn; caller holds dmirror->mutex. */
+/* The SNAPSHOT byte of one hmm pfn. */
 static unsigned char dmirror_mkentry(struct dmirror *dmirror,
-				     unsigned long vpfn, unsigned long hpfn)
+				     unsigned long hpfn)
 {
 	unsigned int order = hmm_pfn_to_map_order(hpfn);
 	unsigned char perm;
@@ -35,18 +36,10 @@ static unsigned char dmirror_mkentry(struct dmirror *dmirror,
 
 	page = hmm_pfn_to_page(hpfn);
 	if (is_device_private_page(page)) {
-		if (dmirror_is_local_page(dmirror->mdevice, page)) {
-			void *pmd = xa_load(&dmirror->pmd_pt,
-					    vpfn >> HPAGE_PMD_ORDER);
-
+		if (dmirror_is_local_page(dmirror->mdevice, page))
 			perm = HMM_DMIRROR_PROT_DEV_PRIVATE_LOCAL;
-			/* The mirror maps this device THP at PMD level. */
-			if (pmd && xa_untag_pointer(pmd) ==
-				   folio_page(page_folio(page), 0))
-				order = HPAGE_PMD_ORDER;
-		} else {
+		else
 			perm = HMM_DMIRROR_PROT_DEV_PRIVATE_REMOTE;
-		}
 	} else if (is_zero_pfn(page_to_pfn(page))) {
 		perm = HMM_DMIRROR_PROT_ZERO;
 	} else {
@@ -93,7 +86,7 @@ static int dmirror_range_snapshot(struct dmirror *dmirror,
 {
 	struct mm_struct *mm = dmirror->notifier.mm;
 	struct dmirror_interval notifier = { .dmirror = dmirror };
-	unsigned long i, n, vpfn;
+	unsigned long i, n;
 	int ret;
 
 	range->notifier = &notifier.notifier;
@@ -108,9 +101,8 @@ static int dmirror_range_snapshot(struct dmirror *dmirror,
 		goto out;
 
 	n = (range->end - range->start) >> PAGE_SHIFT;
-	vpfn = range->start >> PAGE_SHIFT;
 	for (i = 0; i < n; i++)
-		perm[i] = dmirror_mkentry(dmirror, vpfn + i, range->hmm_pfns[i]);
+		perm[i] = dmirror_mkentry(dmirror, range->hmm_pfns[i]);
 	mutex_unlock(&dmirror->mutex);
 out:
 	mmu_interval_notifier_remove(range->notifier);

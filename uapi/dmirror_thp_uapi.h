@@ -6,17 +6,17 @@
  * command structure, the same ioctl numbers 0x00-0x07 with the same meaning,
  * and the same device nodes (/dev/hmm_dmirror0 and /dev/hmm_dmirror1, both
  * device-private), so the stock hmm-tests run against it unchanged.  On top
- * of that it adds allocation-failure injection (0x08) and per-device
- * statistics (0x40, 0x41).
+ * of that it adds allocation-failure injection (0x08), per-device
+ * statistics (0x40, 0x41), the time spent in each phase of the migration
+ * paths (0x42) and an in-kernel copy benchmark (0x43).
  *
  * Common errnos for every command that takes a range (addr, npages):
  *   EFAULT  the ioctl argument, or cmd.ptr, is not a valid user pointer
  *   EINVAL  addr is not page aligned, npages is 0 or above
  *           DMIRROR_THP_MAX_PAGES, or addr + npages * PAGE_SIZE overflows
  *   EINVAL  the caller's mm is not the one that opened the device file
- *   ENOENT  the calling process has no mm (it is exiting); after
- *           MIGRATE_TO_DEV or EXCLUSIVE, a page of the range that the device
- *           cannot read without a fault (as in test_hmm)
+ *   ENOENT  after MIGRATE_TO_DEV or EXCLUSIVE, a page of the range that the
+ *           device cannot read without a fault (as in test_hmm)
  *   EFAULT  part of the range is not mapped (READ, WRITE); SNAPSHOT
  *           instead reports HMM_DMIRROR_PROT_ERROR for such pages, as
  *           test_hmm does
@@ -24,6 +24,7 @@
  *           memory (MIGRATE_TO_DEV, EXCLUSIVE)
  *   ENOMEM  the device or the system ran out of memory
  *   EBUSY   the range could not be collected (pages pinned or locked)
+ * An ioctl number the device does not know gets ENOTTY.
  */
 #ifndef _UAPI_DMIRROR_THP_H
 #define _UAPI_DMIRROR_THP_H
@@ -77,8 +78,8 @@ struct hmm_dmirror_cmd {
  * HMM_DMIRROR_RELEASE: evict every page of the device back to system memory.
  * Only the struct is read; the range is ignored.
  *
- * HMM_DMIRROR_FLAGS: set the device's flags from @npages (HMM_DMIRROR_FLAG_*).
- * EINVAL for an unknown bit.
+ * HMM_DMIRROR_FLAGS: set this open file's flags from @npages
+ * (HMM_DMIRROR_FLAG_*).  EINVAL for an unknown bit.
  */
 #define HMM_DMIRROR_READ		_IOWR('H', 0x00, struct hmm_dmirror_cmd)
 #define HMM_DMIRROR_WRITE		_IOWR('H', 0x01, struct hmm_dmirror_cmd)
@@ -91,10 +92,14 @@ struct hmm_dmirror_cmd {
 #define HMM_DMIRROR_FLAGS		_IOWR('H', 0x08, struct hmm_dmirror_cmd)
 
 /*
- * HMM_DMIRROR_FLAG_FAIL_ALLOC: the next PMD-order allocation fails once, on
- * whichever side comes first: the device folio on a migration to the device,
- * or the system folio on a CPU fault or a migration to system memory.  The
- * flag clears itself when it fires, and the migration takes the split path.
+ * HMM_DMIRROR_FLAG_FAIL_ALLOC: armed on the open file that sets it.  The
+ * next large (PMD-order) allocation made for that file fails once, on
+ * whichever side comes first: the device folio of a MIGRATE_TO_DEV through
+ * the file, the system folio of a MIGRATE_TO_SYS or RELEASE through the
+ * file, or the system folio of a CPU fault, on this device's memory, in the
+ * mm that opened the file.  The migration then takes the split path.  The
+ * flag clears itself when it fires, and when the file is closed: it never
+ * reaches another file, even of the same process.
  */
 #define HMM_DMIRROR_FLAG_FAIL_ALLOC	_BITULL(0)
 #define HMM_DMIRROR_FLAGS_ALL		HMM_DMIRROR_FLAG_FAIL_ALLOC
@@ -185,5 +190,76 @@ struct dmirror_thp_stats {
  */
 #define HMM_DMIRROR_STATS		_IOWR('H', 0x40, struct dmirror_thp_stats)
 #define HMM_DMIRROR_STATS_RESET		_IO('H', 0x41)
+
+/*
+ * HMM_DMIRROR_PHASES: where the time of each migration path goes.  For
+ * each path, @calls counts its calls (one per MIGRATE_TO_DEV or
+ * MIGRATE_TO_SYS ioctl, one per CPU fault on a device page, one per
+ * evicted PMD block) and @ns[path][phase] sums the nanoseconds spent in
+ * each phase.  Zeroed with the event counters by HMM_DMIRROR_STATS_RESET.
+ * EINVAL if @version is not DMIRROR_THP_PHASES_VERSION or @size is smaller
+ * than the struct.
+ *
+ * Phases: SETUP is migrate_vma_setup() (or migrate_device_range()):
+ * collecting and unmapping the source; ALLOC the destination folios; COPY
+ * the data; PAGES migrate_vma_pages(); FINALIZE migrate_vma_finalize();
+ * READBACK the device reading the range into cmd.ptr after MIGRATE_TO_DEV.
+ */
+enum {
+	HMM_DMIRROR_PATH_TO_DEV,
+	HMM_DMIRROR_PATH_TO_SYS,
+	HMM_DMIRROR_PATH_FAULT,
+	HMM_DMIRROR_PATH_EVICT,
+	HMM_DMIRROR_PATH_NR,
+};
+
+enum {
+	HMM_DMIRROR_PHASE_SETUP,
+	HMM_DMIRROR_PHASE_ALLOC,
+	HMM_DMIRROR_PHASE_COPY,
+	HMM_DMIRROR_PHASE_PAGES,
+	HMM_DMIRROR_PHASE_FINALIZE,
+	HMM_DMIRROR_PHASE_READBACK,
+	HMM_DMIRROR_PHASE_NR,
+};
+
+#define DMIRROR_THP_PHASES_VERSION	1
+
+struct dmirror_thp_phases {
+	__u32		version;
+	__u32		size;
+	__u64		calls[HMM_DMIRROR_PATH_NR];
+	__u64		ns[HMM_DMIRROR_PATH_NR][HMM_DMIRROR_PHASE_NR];
+};
+
+#define HMM_DMIRROR_PHASES		_IOWR('H', 0x42, struct dmirror_thp_phases)
+
+/* PMD-sized folios that HMM_DMIRROR_COPY_BENCH cycles over on each side. */
+#define DMIRROR_THP_COPY_BENCH_FOLIOS	8
+
+/**
+ * struct dmirror_thp_copy_bench - argument of HMM_DMIRROR_COPY_BENCH
+ * @ptr:        (in) a user buffer of DMIRROR_THP_COPY_BENCH_FOLIOS * 2 MiB,
+ *              the destination of the copies to user space
+ * @iters:      (in) PMD-sized folios to copy each way, 1 to 4096
+ * @copy_ns:    (out) time of @iters folio copies with copy_highpage(), page
+ *              by page, the copy that every migration does
+ * @to_user_ns: (out) time of @iters folio copies into @ptr, page by page,
+ *              the copy of READ and of the read-back after MIGRATE_TO_DEV
+ *
+ * The ceiling of the migration paths on this machine, measured the way
+ * they copy: each copy goes to and from folios that the previous one did
+ * not touch, cycling over DMIRROR_THP_COPY_BENCH_FOLIOS of each.  EINVAL
+ * for @iters out of range, EFAULT for a bad @ptr, ENOMEM if the folios
+ * cannot be had.
+ */
+struct dmirror_thp_copy_bench {
+	__u64		ptr;
+	__u64		iters;
+	__u64		copy_ns;
+	__u64		to_user_ns;
+};
+
+#define HMM_DMIRROR_COPY_BENCH		_IOWR('H', 0x43, struct dmirror_thp_copy_bench)
 
 #endif /* _UAPI_DMIRROR_THP_H */
