@@ -2,25 +2,35 @@
 /*
  * dmirror-thp-bench: THP vs 4K migration throughput and latency.
  *
- * For each buffer size (2 MB aligned) and each mode (THP: MADV_HUGEPAGE,
- * 4K: MADV_NOHUGEPAGE), in the same run:
- *   to_dev   HMM_DMIRROR_MIGRATE_TO_DEV of the whole buffer
+ * For each buffer size (2 MB aligned) it measures, in the same run, with a
+ * THP buffer (MADV_HUGEPAGE) and a 4K buffer (MADV_NOHUGEPAGE):
+ *   to_dev   HMM_DMIRROR_MIGRATE_TO_DEV of the whole buffer (which, as in
+ *            test_hmm, also has the device read the range back to a mirror)
  *   to_sys   HMM_DMIRROR_MIGRATE_TO_SYS of the whole buffer
- *   fault    CPU fault-back of a device-resident buffer, one byte read per
- *            2 MB (THP: brings back everything; 4K: one page per 2 MB)
- *   faultall one byte read per 4 KB page (brings back everything, both modes)
- * plus the physical reference, memcpy of the same size.
- * One warm-up round, then N timed rounds (CLOCK_MONOTONIC); the report is
- * the median and min/max, as GiB/s and as microseconds per 2 MB, the
- * THP/4K ratios, and the THP round trip (2 x size / (to_dev + to_sys)) as
- * a fraction of memcpy bandwidth.  Each round also checks, with the
- * device's counters, what really moved as a THP (thp_frac).
+ *   rt       the round trip, to_dev + to_sys of the same round
+ *   fault    CPU faults that bring a device-resident buffer back: one byte
+ *            read per 2 MB for THP, per 4 KB page for 4K (the same bytes
+ *            come back); lat_2m is the time of one 2 MB region of it
+ * The THP and 4K rounds alternate, so that a slow moment of the machine
+ * costs both.  One warm-up round, then N timed rounds; the report is the
+ * median with min and max, in microseconds per 2 MB and GiB/s.
  *
- * Note: MIGRATE_TO_DEV, as in test_hmm, also has the device read the range
- * back into a separate mirror buffer, so to_dev includes one extra copy.
+ * The ceiling is the kernel's own copy, measured in the same run with
+ * HMM_DMIRROR_COPY_BENCH: a path's share of it is the time its copies take
+ * at that rate (to_dev copies twice, into device memory and out to the
+ * mirror; to_sys and fault once) over the time the path takes.  The device
+ * reports where the time of each path went (HMM_DMIRROR_PHASES), printed
+ * THP and 4K side by side.  The targets of the project are printed with
+ * "met" or "missed" and the figure.
  *
- * This is a report, not a test: the exit status is 0 unless the device
- * could not be used at all or an ioctl failed.
+ * The clock must be fine-grained: the bench refuses to report on a jiffies
+ * clocksource or a clock_getres() above 1 us.  With --stock it measures the
+ * 4K paths only, against the stock test_hmm module (no counters, phases or
+ * ceiling), for the report's side-by-side comparison.
+ *
+ * Exit status: 0 when the bench ran (whether targets were met or not), 1
+ * when it failed (a device error, a THP round that did not move THPs), 2
+ * for bad options, 3 for a clock it cannot trust.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,14 +38,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dmirror_thp_helpers.h"
 
 #define MAX_SIZES	16
-#define MAX_ITERS	1000
+#define MAX_ITERS	100
+#define MAX_META	8
 #define GIB		(1024.0 * 1024.0 * 1024.0)
+#define COPY_ITERS	16
+#define CLOCKSOURCE	"/sys/devices/system/clocksource/clocksource0/current_clocksource"
+
+enum mode { MODE_THP, MODE_4K, MODE_NR };
+static const char *const mode_name[MODE_NR] = { "thp", "4k" };
+
+enum metric { M_TO_DEV, M_TO_SYS, M_RT, M_FAULT, M_LAT_2M, M_NR };
+static const char *const metric_name[M_NR] = {
+	"to_dev", "to_sys", "rt", "fault", "lat_2m",
+};
+
+/* The device paths each metric's phases come from. */
+static const int metric_path[M_NR] = {
+	HMM_DMIRROR_PATH_TO_DEV, HMM_DMIRROR_PATH_TO_SYS, -1,
+	HMM_DMIRROR_PATH_FAULT, -1,
+};
+static const char *const phase_name[HMM_DMIRROR_PHASE_NR] = {
+	"setup", "alloc", "copy", "pages", "finalize", "readback",
+};
 
 struct opts {
 	size_t sizes_mb[MAX_SIZES];
@@ -43,44 +76,61 @@ struct opts {
 	int iters;
 	int warmup;
 	int dev;
-	double budget;		/* seconds; 0: none */
 	const char *csv;
 	const char *json;
-	bool memcpy_only;	/* no device: the reference alone */
+	bool stock;
 	bool dry_run;
-};
-
-enum metric { M_TO_DEV, M_TO_SYS, M_FAULT, M_FAULTALL, M_NR };
-static const char *const metric_name[M_NR] = {
-	"to_dev", "to_sys", "fault_2m", "fault_all",
-};
-
-struct result {
-	bool done;
-	double t[M_NR][MAX_ITERS];	/* seconds per round */
-	double thp_frac;		/* THPs moved / THPs expected, to_dev */
-	double sys_thp_frac;		/* of the source, from smaps */
+	const char *meta[MAX_META];
+	int nmeta;
 };
 
 struct summary { double med, min, max; };
+
+/* One (size, mode): seconds per round of each metric, lat_2m per region. */
+struct result {
+	bool done;
+	size_t size;
+	double t[M_NR][MAX_ITERS];
+	double *lat;		/* every region of every round */
+	size_t nlat;
+	unsigned long long thp_moved, thp_expected;
+	double phase_ns[HMM_DMIRROR_PATH_NR][HMM_DMIRROR_PHASE_NR];
+};
+
+/*
+ * One size.  The copy ceiling is measured in every round, next to the
+ * paths it bounds, so that a slow moment of the machine costs both.
+ */
+struct row {
+	size_t size_mb;
+	struct result res[MODE_NR];
+	double copy_us[MAX_ITERS];	/* ceiling, us per 2 MB, per round */
+	double to_user_us[MAX_ITERS];
+	bool have_ceiling;
+};
+
+static struct {
+	char clocksource[64];
+	long res_ns;
+	char cpu[128];
+	char kernel[160];
+} env;
+
+/* ---- options ---- */
 
 static void usage(FILE *f, const char *argv0)
 {
 	fprintf(f,
 "usage: %s [options]\n"
-"  -s, --sizes LIST     buffer sizes in MB, comma separated, multiples of 2\n"
-"                       (default 2,8,64; 512 only when asked: -s 2,8,64,512\n"
-"                       or --large)\n"
-"      --large          add 512 MB to the sizes\n"
-"  -i, --iters N        timed rounds per case (default 5; 5 or more for a\n"
-"                       report, fewer for a quick look)\n"
+"  -s, --sizes LIST     buffer sizes in MB, comma separated, even\n"
+"                       (default 2,8,64)\n"
+"  -i, --iters N        timed rounds (default 5; at least 5 for a report)\n"
 "  -w, --warmup N       untimed warm-up rounds (default 1)\n"
 "  -d, --device N       /dev/hmm_dmirrorN (default 0)\n"
-"  -t, --budget SEC     stop starting new cases after SEC seconds (default\n"
-"                       none); skipped cases are reported as skipped\n"
-"  -o, --csv PATH       write the results as CSV to PATH\n"
-"  -j, --json PATH      write the results as JSON to PATH\n"
-"      --memcpy-only    only the memcpy reference (needs no device)\n"
+"  -o, --csv PATH       the results as CSV\n"
+"  -j, --json PATH      the results as JSON\n"
+"      --stock          the 4K paths only, against the stock test_hmm\n"
+"      --meta KEY=VAL   an entry for the JSON's meta object (repeatable)\n"
 "  -n, --dry-run        print the plan and exit\n"
 "  -h, --help\n", argv0);
 }
@@ -126,20 +176,18 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "sizes", required_argument, NULL, 's' },
-		{ "large", no_argument, NULL, 'L' },
 		{ "iters", required_argument, NULL, 'i' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "device", required_argument, NULL, 'd' },
-		{ "budget", required_argument, NULL, 't' },
 		{ "csv", required_argument, NULL, 'o' },
 		{ "json", required_argument, NULL, 'j' },
-		{ "memcpy-only", no_argument, NULL, 'M' },
+		{ "stock", no_argument, NULL, 'S' },
+		{ "meta", required_argument, NULL, 'm' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
-	bool large = false;
-	int c, i;
+	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->sizes_mb[0] = 2;
@@ -149,20 +197,16 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	o->iters = 5;
 	o->warmup = 1;
 
-	while ((c = getopt_long(argc, argv, "s:i:w:d:t:o:j:nh", lopts, NULL)) != -1) {
-		char *end;
-
+	while ((c = getopt_long(argc, argv, "s:i:w:d:o:j:nh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (parse_sizes(o, optarg))
 				return -1;
 			break;
-		case 'L':
-			large = true;
-			break;
 		case 'i':
 			if (parse_int(optarg, 1, MAX_ITERS, &o->iters)) {
-				fprintf(stderr, "bad --iters '%s' (1..%d)\n", optarg, MAX_ITERS);
+				fprintf(stderr, "bad --iters '%s' (1..%d)\n", optarg,
+					MAX_ITERS);
 				return -1;
 			}
 			break;
@@ -174,15 +218,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case 'd':
 			if (parse_int(optarg, 0, DM_NDEVICES - 1, &o->dev)) {
-				fprintf(stderr, "bad --device '%s' (0..%d)\n", optarg,
-					DM_NDEVICES - 1);
-				return -1;
-			}
-			break;
-		case 't':
-			o->budget = strtod(optarg, &end);
-			if (*end || end == optarg || o->budget < 0) {
-				fprintf(stderr, "bad --budget '%s'\n", optarg);
+				fprintf(stderr, "bad --device '%s'\n", optarg);
 				return -1;
 			}
 			break;
@@ -192,8 +228,16 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'j':
 			o->json = optarg;
 			break;
-		case 'M':
-			o->memcpy_only = true;
+		case 'S':
+			o->stock = true;
+			break;
+		case 'm':
+			if (o->nmeta >= MAX_META || !strchr(optarg, '=')) {
+				fprintf(stderr, "bad --meta '%s' (KEY=VAL, at most %d)\n",
+					optarg, MAX_META);
+				return -1;
+			}
+			o->meta[o->nmeta++] = optarg;
 			break;
 		case 'n':
 			o->dry_run = true;
@@ -209,18 +253,10 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		fprintf(stderr, "unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (large) {
-		for (i = 0; i < o->nsizes; i++)
-			if (o->sizes_mb[i] == 512)
-				break;
-		if (i == o->nsizes) {
-			if (o->nsizes >= MAX_SIZES)
-				return -1;
-			o->sizes_mb[o->nsizes++] = 512;
-		}
-	}
 	return 0;
 }
+
+/* ---- statistics ---- */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -229,317 +265,615 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static struct summary summarize(const double *t, int n)
+static struct summary summarize(const double *t, size_t n)
 {
-	double s[MAX_ITERS];
-	struct summary r;
+	struct summary r = { 0 };
+	double *s;
 
+	if (!n)
+		return r;
+	s = malloc(n * sizeof(*s));
+	if (!s)
+		return r;
 	memcpy(s, t, n * sizeof(*s));
 	qsort(s, n, sizeof(*s), cmp_double);
 	r.min = s[0];
 	r.max = s[n - 1];
 	r.med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	free(s);
 	return r;
 }
 
-static double gibps(size_t bytes, double sec)
+/* Seconds for @size bytes as microseconds per 2 MB. */
+static double us_per_2m(double sec, size_t size)
 {
-	return sec > 0 ? bytes / sec / GIB : 0;
+	return sec * 1e6 / (size / DM_THP_SIZE);
+}
+
+static double gibps(double us_2m)
+{
+	return us_2m > 0 ? (double)DM_THP_SIZE / (us_2m / 1e6) / GIB : 0;
+}
+
+/* The median of a metric, in microseconds per 2 MB. */
+static struct summary metric_us(const struct result *r, int m, int iters)
+{
+	struct summary s;
+
+	if (m == M_LAT_2M)
+		return summarize(r->lat, r->nlat);	/* already us per 2 MB */
+	s = summarize(r->t[m], iters);
+	s.med = us_per_2m(s.med, r->size);
+	s.min = us_per_2m(s.min, r->size);
+	s.max = us_per_2m(s.max, r->size);
+	return s;
+}
+
+/* ---- the environment ---- */
+
+static void read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	buf[0] = 0;
+	if (f) {
+		if (fgets(buf, len, f))
+			buf[strcspn(buf, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+static void read_cpu_model(char *buf, size_t len)
+{
+	char line[256];
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *v = strchr(line, ':');
+
+		if (!strncmp(line, "model name", 10) && v) {
+			v += 2;
+			v[strcspn(v, "\n")] = 0;
+			snprintf(buf, len, "%s", v);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+/*
+ * The clock must resolve microseconds: refuse jiffies, and a resolution of
+ * a tick (no high-resolution timers).
+ */
+static int check_clock(void)
+{
+	struct timespec res;
+	struct utsname u;
+
+	read_line(CLOCKSOURCE, env.clocksource, sizeof(env.clocksource));
+	clock_getres(CLOCK_MONOTONIC, &res);
+	env.res_ns = res.tv_sec * 1000000000L + res.tv_nsec;
+	read_cpu_model(env.cpu, sizeof(env.cpu));
+	uname(&u);
+	snprintf(env.kernel, sizeof(env.kernel), "%.64s %.64s", u.release, u.version);
+	printf("# clocksource %s, clock_getres %ld ns; cpu %s; kernel %s\n",
+	       env.clocksource[0] ? env.clocksource : "?", env.res_ns, env.cpu,
+	       u.release);
+	if (!env.clocksource[0] || strstr(env.clocksource, "jiffies") ||
+	    env.res_ns > 1000) {
+		fprintf(stderr, "dmirror-thp-bench: the clock (%s, %ld ns) is too coarse to report: no figures\n",
+			env.clocksource[0] ? env.clocksource : "unknown",
+			env.res_ns);
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- the measurements ---- */
 
-static void touch_all(char *p, size_t size)
+static int read_phases(int fd, struct dmirror_thp_phases *ph)
 {
-	size_t i;
-
-	for (i = 0; i < size; i += DM_PAGE_SIZE)
-		p[i] = (char)(i >> 12) | 1;
+	memset(ph, 0, sizeof(*ph));
+	ph->version = DMIRROR_THP_PHASES_VERSION;
+	ph->size = sizeof(*ph);
+	return ioctl(fd, HMM_DMIRROR_PHASES, ph) ? -errno : 0;
 }
 
-/* One round: to_dev, to_sys; then to_dev and the two fault variants. */
-static int run_case(int fd, size_t size, bool thp, int warmup, int iters,
-		    struct result *r)
+/* Add what happened between @a and @b on @path to @r. */
+static void add_phases(struct result *r, const struct dmirror_thp_phases *a,
+		       const struct dmirror_thp_phases *b, int path)
 {
-	const size_t np = dm_npages(size), nthp = size / DM_THP_SIZE;
-	struct dmirror_thp_stats st;
-	unsigned long thp_moved = 0;
-	struct dm_buf b;
-	int it, ret;
+	int p;
 
-	ret = dm_buf_alloc(&b, size, PROT_READ | PROT_WRITE,
-			   thp ? DM_THP_ON : DM_THP_OFF);
+	for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
+		r->phase_ns[path][p] += b->ns[path][p] - a->ns[path][p];
+}
+
+/* One measurement of the in-kernel copy ceiling, in us per 2 MB. */
+static int measure_ceiling(int fd, char *buf, double *copy_us,
+			   double *to_user_us)
+{
+	struct dmirror_thp_copy_bench cb = {
+		.ptr = (uintptr_t)buf,
+		.iters = COPY_ITERS,
+	};
+
+	if (ioctl(fd, HMM_DMIRROR_COPY_BENCH, &cb))
+		return -errno;
+	*copy_us = cb.copy_ns / 1e3 / COPY_ITERS;
+	*to_user_us = cb.to_user_ns / 1e3 / COPY_ITERS;
+	return 0;
+}
+
+struct bench_buf {
+	struct dm_buf b;
+	enum mode mode;
+};
+
+static int buf_setup(struct bench_buf *bb, size_t size, enum mode mode)
+{
+	int ret = dm_buf_alloc(&bb->b, size, PROT_READ | PROT_WRITE,
+			       mode == MODE_THP ? DM_THP_ON : DM_THP_OFF);
+
+	bb->mode = mode;
 	if (ret)
 		return ret;
-	touch_all(b.ptr, size);
-	{
-		long kb = smaps_anon_huge_kb(b.ptr);
+	dm_fill(bb->b.ptr, size, 0xbe);
+	return 0;
+}
 
-		r->sys_thp_frac = kb > 0 ? kb * 1024.0 / size : 0;
+/* One migration round of one mode: to_dev then to_sys, timed apart. */
+static int round_migrate(int fd, bool stock, struct bench_buf *bb,
+			 struct result *r, int it)
+{
+	const size_t np = dm_npages(r->size);
+	struct dmirror_thp_phases p0, p1, p2;
+	struct dmirror_thp_stats st;
+	double t0, t1, t2, t3;
+	int ret;
+
+	if (!stock && (dm_stats_reset(fd) || read_phases(fd, &p0)))
+		return -EIO;
+	t0 = dm_now();
+	ret = dm_to_dev(fd, bb->b.ptr, np, bb->b.mirror, NULL);
+	t1 = dm_now();
+	if (ret)
+		return ret;
+	if (!stock && read_phases(fd, &p1))
+		return -EIO;
+	t2 = dm_now();
+	ret = dm_to_sys(fd, bb->b.ptr, np, NULL);
+	t3 = dm_now();
+	if (ret)
+		return ret;
+	if (it < 0)
+		return 0;
+	r->t[M_TO_DEV][it] = t1 - t0;
+	r->t[M_TO_SYS][it] = t3 - t2;
+	r->t[M_RT][it] = r->t[M_TO_DEV][it] + r->t[M_TO_SYS][it];
+	if (stock)
+		return 0;
+	if (read_phases(fd, &p2) || dm_stats(fd, &st))
+		return -EIO;
+	add_phases(r, &p0, &p1, HMM_DMIRROR_PATH_TO_DEV);
+	add_phases(r, &p1, &p2, HMM_DMIRROR_PATH_TO_SYS);
+	if (bb->mode == MODE_THP) {
+		r->thp_moved += st.thp_to_dev + st.thp_to_sys;
+		r->thp_expected += 2 * (r->size / DM_THP_SIZE);
 	}
+	return 0;
+}
 
-	for (it = -warmup; it < iters; it++) {
-		double t0, t1, t2;
+/*
+ * One fault round of one mode: migrate (untimed), then read one byte per
+ * 2 MB (THP) or per page (4K), timing each 2 MB region; the rest goes back
+ * with MIGRATE_TO_SYS, untimed.
+ */
+static int round_fault(int fd, bool stock, struct bench_buf *bb,
+		       struct result *r, int it)
+{
+	const size_t np = dm_npages(r->size), nreg = r->size / DM_THP_SIZE;
+	const size_t stride = bb->mode == MODE_THP ? DM_THP_SIZE : DM_PAGE_SIZE;
+	struct dmirror_thp_phases p0, p1;
+	double t0, total = 0;
+	size_t reg;
+	int ret;
 
-		dm_stats_reset(fd);
+	ret = dm_to_dev(fd, bb->b.ptr, np, bb->b.mirror, NULL);
+	if (ret)
+		return ret;
+	if (!stock && read_phases(fd, &p0))
+		return -EIO;
+	for (reg = 0; reg < nreg; reg++) {
+		char *p = bb->b.ptr + reg * DM_THP_SIZE;
+		double dt;
+
 		t0 = dm_now();
-		ret = dm_to_dev(fd, b.ptr, np, b.mirror, NULL);
-		t1 = dm_now();
-		if (ret)
-			goto out;
-		ret = dm_to_sys(fd, b.ptr, np, NULL);
-		t2 = dm_now();
-		if (ret)
-			goto out;
-		if (it < 0)
-			continue;
-		r->t[M_TO_DEV][it] = t1 - t0;
-		r->t[M_TO_SYS][it] = t2 - t1;
-		if (!dm_stats(fd, &st))
-			thp_moved += st.thp_to_dev;
+		(void)dm_touch_read(p, DM_THP_SIZE, stride);
+		dt = dm_now() - t0;
+		total += dt;
+		if (it >= 0)
+			r->lat[r->nlat++] = dt * 1e6;
 	}
-	r->thp_frac = nthp ? (double)thp_moved / (nthp * iters) : 0;
-
-	for (it = -warmup; it < iters; it++) {
-		double t0, t1;
-		int m;
-
-		for (m = M_FAULT; m <= M_FAULTALL; m++) {
-			ret = dm_to_dev(fd, b.ptr, np, b.mirror, NULL);
-			if (ret)
-				goto out;
-			t0 = dm_now();
-			(void)dm_touch_read(b.ptr, size,
-					    m == M_FAULT ? DM_THP_SIZE : DM_PAGE_SIZE);
-			t1 = dm_now();
-			/* what one byte per 2 MB left behind (4K mode) */
-			ret = dm_to_sys(fd, b.ptr, np, NULL);
-			if (ret)
-				goto out;
-			if (it >= 0)
-				r->t[m][it] = t1 - t0;
+	if (it >= 0) {
+		r->t[M_FAULT][it] = total;
+		if (!stock) {
+			if (read_phases(fd, &p1))
+				return -EIO;
+			add_phases(r, &p0, &p1, HMM_DMIRROR_PATH_FAULT);
 		}
 	}
-	r->done = true;
-out:
-	dm_buf_free(&b);
-	return ret;
+	/* Nothing is left on the device; this only checks that. */
+	return dm_to_sys(fd, bb->b.ptr, np, NULL);
 }
 
-static double memcpy_round(char *dst, const char *src, size_t size)
+/*
+ * All rounds of one size: in each, the copy ceiling, then THP and 4K one
+ * after the other.
+ */
+static int run_size(int fd, const struct opts *o, struct row *rw)
 {
-	double t0 = dm_now();
+	size_t size = rw->size_mb << 20, nreg = size / DM_THP_SIZE;
+	size_t clen = DMIRROR_THP_COPY_BENCH_FOLIOS * DM_THP_SIZE;
+	struct bench_buf bb[MODE_NR] = {};
+	int first = o->stock ? MODE_4K : MODE_THP;
+	char *cbuf = MAP_FAILED;
+	int k, it, ret = 0;
 
-	memcpy(dst, src, size);
-	__asm__ __volatile__("" : : "r"(dst) : "memory");
-	return dm_now() - t0;
-}
-
-static int run_memcpy(size_t size, int warmup, int iters, double *t)
-{
-	char *src, *dst;
-	int it;
-
-	src = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (src == MAP_FAILED || dst == MAP_FAILED)
-		return -ENOMEM;
-	memset(src, 0x5a, size);
-	memset(dst, 0, size);
-	for (it = -warmup; it < iters; it++) {
-		double s = memcpy_round(dst, src, size);
-
-		if (it >= 0)
-			t[it] = s;
+	for (k = first; k < MODE_NR; k++) {
+		rw->res[k].size = size;
+		rw->res[k].lat = calloc(nreg * o->iters, sizeof(double));
+		if (!rw->res[k].lat)
+			return -ENOMEM;
+		ret = buf_setup(&bb[k], size, k);
+		if (ret)
+			goto out;
 	}
-	munmap(src, size);
-	munmap(dst, size);
-	return 0;
+	if (!o->stock) {
+		cbuf = mmap(NULL, clen, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (cbuf == MAP_FAILED) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		memset(cbuf, 1, clen);
+		if (!dm_is_sys_thp(bb[MODE_THP].b.ptr, nreg))
+			printf("# warning: %zu MB: the THP buffer is not all THPs (AnonHugePages %ld kB)\n",
+			       rw->size_mb, smaps_anon_huge_kb(bb[MODE_THP].b.ptr));
+	}
+
+	for (it = -o->warmup; it < o->iters && !ret; it++) {
+		double c = 0, u = 0;
+
+		if (!o->stock) {
+			ret = measure_ceiling(fd, cbuf, &c, &u);
+			if (ret)
+				break;
+			if (it >= 0) {
+				rw->copy_us[it] = c;
+				rw->to_user_us[it] = u;
+			}
+		}
+		for (k = first; k < MODE_NR && !ret; k++)
+			ret = round_migrate(fd, o->stock, &bb[k], &rw->res[k], it);
+	}
+	for (it = -o->warmup; it < o->iters && !ret; it++)
+		for (k = first; k < MODE_NR && !ret; k++)
+			ret = round_fault(fd, o->stock, &bb[k], &rw->res[k], it);
+	for (k = first; k < MODE_NR && !ret; k++)
+		if (dm_verify(bb[k].b.ptr, size, 0xbe) != -1) {
+			fprintf(stderr, "%zu MB %s: data corrupted\n", rw->size_mb,
+				mode_name[k]);
+			ret = -EIO;
+		}
+	if (!ret) {
+		for (k = first; k < MODE_NR; k++)
+			rw->res[k].done = true;
+		rw->have_ceiling = !o->stock;
+	}
+out:
+	if (cbuf != MAP_FAILED)
+		munmap(cbuf, clen);
+	for (k = first; k < MODE_NR; k++)
+		dm_buf_free(&bb[k].b);
+	return ret;
 }
 
 /* ---- the report ---- */
 
-struct row {
-	size_t size_mb;
-	struct result res[2];	/* [0] THP, [1] 4K */
-	double memcpy_t[MAX_ITERS];
-	bool memcpy_done;
+/*
+ * The ceiling time of metric @m's copies in round @it, in us per 2 MB (0:
+ * none): to_dev copies into device memory and out to the mirror, to_sys
+ * and the fault path copy once.
+ */
+static double ceiling_us(const struct row *rw, int m, int it)
+{
+	double copy = rw->copy_us[it], to_user = rw->to_user_us[it];
+
+	if (!rw->have_ceiling)
+		return 0;
+	switch (m) {
+	case M_TO_DEV:
+		return copy + to_user;
+	case M_TO_SYS:
+	case M_FAULT:
+		return copy;
+	case M_RT:
+		return 2 * copy + to_user;
+	}
+	return 0;
+}
+
+/* The median over the rounds of the THP path's share of its ceiling. */
+static double ceiling_share(const struct row *rw, int m, int iters)
+{
+	const struct result *r = &rw->res[MODE_THP];
+	double v[MAX_ITERS];
+	int it;
+
+	if (!ceiling_us(rw, m, 0))
+		return 0;
+	for (it = 0; it < iters; it++)
+		v[it] = ceiling_us(rw, m, it) / us_per_2m(r->t[m][it], r->size);
+	return summarize(v, iters).med;
+}
+
+struct target {
+	const char *what;
+	int metric;	/* THP/4K ratio of this metric, or -1: share of ceiling */
+	double want;
+	bool small;	/* the 2 and 8 MB check */
 };
 
-static const char *const mode_name[2] = { "thp", "4k" };
-
-static void emit_csv_line(FILE *f, size_t mb, const char *mode, const char *metric,
-			  double med, double min, double max, const char *unit,
-			  int iters)
-{
-	fprintf(f, "%zu,%s,%s,%.6g,%.6g,%.6g,%s,%d\n", mb, mode, metric, med, min,
-		max, unit, iters);
-}
+static const struct target targets[] = {
+	{ "round trip THP/4K >= 2.5x", M_RT, 2.5, false },
+	{ "to_dev THP/4K >= 2x", M_TO_DEV, 2.0, false },
+	{ "to_sys THP/4K >= 2x", M_TO_SYS, 2.0, false },
+	{ "THP round trip >= 80% of the copy ceiling", -1, 0.8, false },
+	{ "fault THP/4K >= 5x", M_FAULT, 5.0, false },
+	{ "fault latency per 2 MB 4K/THP >= 5x", M_LAT_2M, 5.0, false },
+	{ "to_dev THP not slower than 4K", M_TO_DEV, 1.0, true },
+	{ "to_sys THP not slower than 4K", M_TO_SYS, 1.0, true },
+	{ "round trip THP not slower than 4K", M_RT, 1.0, true },
+	{ "fault THP not slower than 4K", M_FAULT, 1.0, true },
+};
 
 /*
- * Throughput from times: median of the rate is the rate of the median;
- * min rate comes from the max time and vice versa.
+ * THP/4K speed-up: the median of the rounds' ratios (THP and 4K ran next to
+ * each other in each round); for lat_2m, the ratio of the median regions.
  */
-static struct summary rate_summary(const double *t, int n, size_t bytes)
+static double ratio(const struct row *rw, int m, int iters)
 {
-	struct summary s = summarize(t, n), r;
+	const struct result *thp = &rw->res[MODE_THP], *k4 = &rw->res[MODE_4K];
+	double v[MAX_ITERS];
+	int it;
 
-	r.med = gibps(bytes, s.med);
-	r.min = gibps(bytes, s.max);
-	r.max = gibps(bytes, s.min);
-	return r;
+	if (m == M_LAT_2M)
+		return metric_us(k4, m, iters).med / metric_us(thp, m, iters).med;
+	for (it = 0; it < iters; it++)
+		v[it] = k4->t[m][it] / thp->t[m][it];
+	return summarize(v, iters).med;
 }
 
-static struct summary us_per_2m(const double *t, int n, size_t size)
+static void json_summary(FILE *j, const char *key, struct summary s)
 {
-	struct summary s = summarize(t, n);
-	double k = 1e6 / (size / DM_THP_SIZE);
-
-	s.med *= k;
-	s.min *= k;
-	s.max *= k;
-	return s;
+	fprintf(j, "\"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g}",
+		key, s.med, s.min, s.max);
 }
 
-static void report(const struct opts *o, struct row *rows, int nrows, FILE *csv,
-		   FILE *json)
+static int report(const struct opts *o, struct row *rows, FILE *csv, FILE *json)
 {
-	int i, m, k;
+	int first = o->stock ? MODE_4K : MODE_THP;
+	int i, m, k, p, missed = 0, nres = 0;
+	const char *sep = "";
 
-	printf("\n# dmirror-thp-bench: device %d, %d timed round(s) after %d warm-up; "
-	       "median [min..max]\n", o->dev, o->iters, o->warmup);
-	printf("# %-6s %-4s %-8s %24s %26s %9s\n", "MB", "mode", "metric",
-	       "GiB/s", "us per 2 MB", "thp_frac");
+	printf("\n# dmirror-thp-bench: %s, device %d, %d round(s) after %d warm-up; median [min..max], us per 2 MB\n",
+	       o->stock ? "stock test_hmm, 4K only" : "dmirror-thp", o->dev,
+	       o->iters, o->warmup);
+	for (i = 0; i < o->nsizes; i++) {
+		struct summary c = summarize(rows[i].copy_us, o->iters);
+		struct summary u = summarize(rows[i].to_user_us, o->iters);
+
+		if (!rows[i].have_ceiling)
+			continue;
+		printf("# %zu MB ceiling: copy_highpage %.0f [%.0f..%.0f] us per 2 MB (%.3f GiB/s), copy to user %.0f [%.0f..%.0f] (%.3f GiB/s)\n",
+		       rows[i].size_mb, c.med, c.min, c.max, gibps(c.med),
+		       u.med, u.min, u.max, gibps(u.med));
+	}
 	if (csv)
 		fprintf(csv, "size_mb,mode,metric,median,min,max,unit,iters\n");
-	if (json)
-		fprintf(json, "{\n  \"device\": %d, \"iters\": %d, \"warmup\": %d,\n"
-			"  \"results\": [\n", o->dev, o->iters, o->warmup);
+	if (json) {
+		fprintf(json, "{\n  \"tool\": \"dmirror-thp-bench\",\n  \"meta\": {");
+		fprintf(json, "\"driver\": \"%s\", \"clocksource\": \"%s\", \"clock_res_ns\": %ld, \"cpu\": \"%s\", \"kernel\": \"%s\"",
+			o->stock ? "test_hmm" : "dmirror-thp", env.clocksource,
+			env.res_ns, env.cpu, env.kernel);
+		for (i = 0; i < o->nmeta; i++) {
+			const char *eq = strchr(o->meta[i], '=');
 
-	for (i = 0; i < nrows; i++) {
-		struct row *rw = &rows[i];
-		size_t size = rw->size_mb << 20;
-		struct summary cp = { 0 };
-
-		if (rw->memcpy_done) {
-			cp = rate_summary(rw->memcpy_t, o->iters, size);
-			printf("  %-6zu %-4s %-8s %8.3f [%6.3f..%6.3f]\n", rw->size_mb,
-			       "ref", "memcpy", cp.med, cp.min, cp.max);
-			if (csv)
-				emit_csv_line(csv, rw->size_mb, "ref", "memcpy", cp.med,
-					      cp.min, cp.max, "GiB/s", o->iters);
-			if (json)
-				fprintf(json, "    {\"size_mb\": %zu, \"mode\": \"ref\", "
-					"\"metric\": \"memcpy\", \"unit\": \"GiB/s\", "
-					"\"median\": %.6g, \"min\": %.6g, \"max\": %.6g},\n",
-					rw->size_mb, cp.med, cp.min, cp.max);
+			fprintf(json, ", \"%.*s\": \"%s\"", (int)(eq - o->meta[i]),
+				o->meta[i], eq + 1);
 		}
-		for (k = 0; k < 2; k++) {
-			struct result *r = &rw->res[k];
-
-			if (!r->done) {
-				if (!o->memcpy_only) {
-					printf("  %-6zu %-4s %-8s skipped\n", rw->size_mb,
-					       mode_name[k], "all");
-					if (csv)
-						fprintf(csv, "%zu,%s,skipped,,,,,0\n",
-							rw->size_mb, mode_name[k]);
-				}
+		fprintf(json, "},\n  \"iters\": %d, \"warmup\": %d, \"device\": %d,\n",
+			o->iters, o->warmup, o->dev);
+		fprintf(json, "  \"ceiling_us_per_2mb\": [");
+		for (i = 0; i < o->nsizes; i++) {
+			if (!rows[i].have_ceiling)
 				continue;
-			}
-			for (m = 0; m < M_NR; m++) {
-				struct summary g = rate_summary(r->t[m], o->iters, size);
-				struct summary u = us_per_2m(r->t[m], o->iters, size);
+			fprintf(json, "%s\n    {\"size_mb\": %zu, ", sep,
+				rows[i].size_mb);
+			json_summary(json, "copy", summarize(rows[i].copy_us, o->iters));
+			fprintf(json, ", ");
+			json_summary(json, "to_user",
+				     summarize(rows[i].to_user_us, o->iters));
+			fprintf(json, "}");
+			sep = ",";
+		}
+		fprintf(json, "\n  ],\n  \"results\": [");
+		sep = "";
+	}
 
-				/* fault_2m moves 4 KB per 2 MB in 4K mode: no GiB/s */
-				if (m == M_FAULT && k == 1)
-					g.med = g.min = g.max = 0;
-				printf("  %-6zu %-4s %-9s", rw->size_mb, mode_name[k],
-				       metric_name[m]);
-				if (g.med)
-					printf(" %7.3f [%6.3f..%6.3f]", g.med, g.min, g.max);
-				else
-					printf(" %23s", "-");
-				printf(" %9.1f [%7.1f..%7.1f]", u.med, u.min, u.max);
-				if (m == M_TO_DEV)
-					printf(" %8.2f", r->thp_frac);
-				printf("\n");
-				if (csv) {
-					if (g.med)
-						emit_csv_line(csv, rw->size_mb, mode_name[k],
-							      metric_name[m], g.med, g.min,
-							      g.max, "GiB/s", o->iters);
-					emit_csv_line(csv, rw->size_mb, mode_name[k],
-						      metric_name[m], u.med, u.min, u.max,
-						      "us_per_2MB", o->iters);
+	printf("# %-5s %-9s %26s %26s %8s %8s\n", "MB", "metric",
+	       o->stock ? "" : "THP", "4K", o->stock ? "" : "THP/4K",
+	       o->stock ? "" : "ceiling");
+	for (i = 0; i < o->nsizes; i++) {
+		struct row *rw = &rows[i];
+
+		for (m = 0; m < M_NR; m++) {
+			printf("  %-5zu %-9s", rw->size_mb, metric_name[m]);
+			for (k = MODE_THP; k < MODE_NR; k++) {
+				const struct result *r = &rw->res[k];
+				struct summary s;
+
+				if (k < first) {
+					printf(" %26s", "");
+					continue;
 				}
-				if (json)
-					fprintf(json, "    {\"size_mb\": %zu, \"mode\": \"%s\", "
-						"\"metric\": \"%s\", \"gib_s\": %.6g, "
-						"\"us_per_2mb\": {\"median\": %.6g, \"min\": %.6g, "
-						"\"max\": %.6g}},\n", rw->size_mb, mode_name[k],
-						metric_name[m], g.med, u.med, u.min, u.max);
-			}
-			if (csv) {
-				emit_csv_line(csv, rw->size_mb, mode_name[k], "thp_frac",
-					      r->thp_frac, r->thp_frac, r->thp_frac,
-					      "fraction", o->iters);
-				emit_csv_line(csv, rw->size_mb, mode_name[k], "source_thp_frac",
-					      r->sys_thp_frac, r->sys_thp_frac,
-					      r->sys_thp_frac, "fraction", 1);
-			}
-		}
-		/* THP/4K ratios of the medians, and THP vs memcpy. */
-		if (rw->res[0].done && rw->res[1].done) {
-			for (m = 0; m < M_NR; m++) {
-				/*
-				 * One touch per 2 MB brings a whole THP back but
-				 * only one 4K page: against 4K, the like for like
-				 * is touching every page (fault_all).
-				 */
-				int m4k = m == M_FAULT ? M_FAULTALL : m;
-				double a = summarize(rw->res[0].t[m], o->iters).med;
-				double b = summarize(rw->res[1].t[m4k], o->iters).med;
-				double ratio = a > 0 ? b / a : 0;	/* speedup of THP */
-
-				printf("  %-6zu %-4s %-9s THP/4K speedup %.2fx%s\n",
-				       rw->size_mb, "x", metric_name[m], ratio,
-				       m != m4k ? " (4K: fault_all)" : "");
+				if (!r->done) {
+					printf(" %26s", "not measured");
+					continue;
+				}
+				s = metric_us(r, m, o->iters);
+				printf(" %8.0f [%7.0f..%7.0f]", s.med, s.min, s.max);
 				if (csv)
-					emit_csv_line(csv, rw->size_mb, "thp/4k", metric_name[m],
-						      ratio, ratio, ratio, "ratio", o->iters);
-				if (json)
-					fprintf(json, "    {\"size_mb\": %zu, \"mode\": \"thp/4k\", "
-						"\"metric\": \"%s\", \"ratio\": %.6g},\n",
-						rw->size_mb, metric_name[m], ratio);
+					fprintf(csv, "%zu,%s,%s,%.6g,%.6g,%.6g,us_per_2MB,%d\n",
+						rw->size_mb, mode_name[k], metric_name[m],
+						s.med, s.min, s.max, o->iters);
+				if (json) {
+					fprintf(json, "%s\n    {\"size_mb\": %zu, \"mode\": \"%s\", \"metric\": \"%s\", \"gib_s\": %.6g, ",
+						sep, rw->size_mb, mode_name[k],
+						metric_name[m], gibps(s.med));
+					json_summary(json, "us_per_2mb", s);
+					fprintf(json, "}");
+					sep = ",";
+					nres++;
+				}
 			}
-		}
-		if (rw->res[0].done && rw->memcpy_done && cp.med > 0) {
-			double rt[MAX_ITERS], frac;
-			struct summary s;
-			int it;
-
-			for (it = 0; it < o->iters; it++)
-				rt[it] = rw->res[0].t[M_TO_DEV][it] + rw->res[0].t[M_TO_SYS][it];
-			/* a round trip copies every byte twice */
-			s = rate_summary(rt, o->iters, 2 * size);
-			frac = s.med / cp.med;
-			printf("  %-6zu %-4s %-9s %7.3f GiB/s = %.1f%% of memcpy\n",
-			       rw->size_mb, "thp", "roundtrip", s.med, 100 * frac);
-			if (csv) {
-				emit_csv_line(csv, rw->size_mb, "thp", "roundtrip", s.med,
-					      s.min, s.max, "GiB/s", o->iters);
-				emit_csv_line(csv, rw->size_mb, "thp", "roundtrip_vs_memcpy",
-					      frac, frac, frac, "fraction", o->iters);
-			}
-			if (json)
-				fprintf(json, "    {\"size_mb\": %zu, \"mode\": \"thp\", "
-					"\"metric\": \"roundtrip_vs_memcpy\", \"gib_s\": %.6g, "
-					"\"fraction\": %.6g},\n", rw->size_mb, s.med, frac);
+			if (!o->stock && rw->res[MODE_THP].done && rw->res[MODE_4K].done)
+				printf(" %7.2fx", ratio(rw, m, o->iters));
+			if (!o->stock && rw->res[MODE_THP].done &&
+			    ceiling_share(rw, m, o->iters) > 0)
+				printf(" %7.0f%%", 100 * ceiling_share(rw, m, o->iters));
+			printf("\n");
 		}
 	}
 	if (json)
-		fprintf(json, "    {}\n  ]\n}\n");
+		fprintf(json, "\n  ]");
+
+	/* Where the time went, THP and 4K side by side. */
+	if (!o->stock) {
+		printf("\n# phases, us per 2 MB: THP | 4K\n");
+		printf("# %-5s %-7s", "MB", "path");
+		for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
+			printf(" %17s", phase_name[p]);
+		printf("\n");
+		if (json)
+			fprintf(json, ",\n  \"phases_us_per_2mb\": [");
+		sep = "";
+		for (i = 0; i < o->nsizes; i++) {
+			struct row *rw = &rows[i];
+			double n2m = rw->size_mb / 2.0 * o->iters;
+
+			if (!rw->res[MODE_THP].done || !rw->res[MODE_4K].done)
+				continue;
+			for (m = 0; m < M_NR; m++) {
+				int path = metric_path[m];
+
+				if (path < 0)
+					continue;
+				printf("  %-5zu %-7s", rw->size_mb, metric_name[m]);
+				for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
+					printf(" %8.0f |%7.0f",
+					       rw->res[MODE_THP].phase_ns[path][p] / 1e3 / n2m,
+					       rw->res[MODE_4K].phase_ns[path][p] / 1e3 / n2m);
+				printf("\n");
+				for (k = MODE_THP; json && k < MODE_NR; k++) {
+					fprintf(json, "%s\n    {\"size_mb\": %zu, \"mode\": \"%s\", \"path\": \"%s\"",
+						sep, rw->size_mb, mode_name[k], metric_name[m]);
+					for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
+						fprintf(json, ", \"%s\": %.6g", phase_name[p],
+							rw->res[k].phase_ns[path][p] / 1e3 / n2m);
+					fprintf(json, "}");
+					sep = ",";
+				}
+			}
+		}
+		if (json)
+			fprintf(json, "\n  ]");
+	}
+
+	/* The targets. */
+	if (!o->stock) {
+		printf("\n# targets\n");
+		if (json)
+			fprintf(json, ",\n  \"targets\": [");
+		sep = "";
+		for (i = 0; i < o->nsizes; i++) {
+			struct row *rw = &rows[i];
+			size_t t;
+			bool small = rw->size_mb <= 8;
+
+			if (rw->size_mb != 2 && rw->size_mb != 8 &&
+			    rw->size_mb != 64 && rw->size_mb != 512)
+				continue;
+			for (t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
+				const struct target *tg = &targets[t];
+				double v;
+				bool met;
+
+				if (tg->small != small)
+					continue;
+				if (!rw->res[MODE_THP].done || !rw->res[MODE_4K].done) {
+					printf("  %-5zu %-44s not measured\n", rw->size_mb, tg->what);
+					missed++;
+					continue;
+				}
+				if (tg->metric < 0) {
+					v = ceiling_share(rw, M_RT, o->iters);
+					met = v >= tg->want;
+					printf("  %-5zu %-44s %-6s %.0f%%\n", rw->size_mb, tg->what,
+					       met ? "met" : "missed", 100 * v);
+				} else {
+					v = ratio(rw, tg->metric, o->iters);
+					met = v >= tg->want;
+					printf("  %-5zu %-44s %-6s %.2fx\n", rw->size_mb, tg->what,
+					       met ? "met" : "missed", v);
+				}
+				missed += !met;
+				if (json) {
+					fprintf(json, "%s\n    {\"size_mb\": %zu, \"target\": \"%s\", \"value\": %.6g, \"met\": %s}",
+						sep, rw->size_mb, tg->what, v,
+						met ? "true" : "false");
+					sep = ",";
+				}
+			}
+		}
+		if (json)
+			fprintf(json, "\n  ]");
+		printf("# %d target(s) missed\n", missed);
+	}
+	if (json)
+		fprintf(json, "\n}\n");
+	return nres;
+}
+
+/* A THP round that did not move THPs measured 4K pages: not a figure. */
+static int check_thp_moved(const struct opts *o, const struct row *rows)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < o->nsizes && !o->stock; i++) {
+		const struct result *r = &rows[i].res[MODE_THP];
+
+		if (r->done && r->thp_moved != r->thp_expected) {
+			fprintf(stderr, "%zu MB: %llu of %llu THP moves were whole THPs\n",
+				rows[i].size_mb, r->thp_moved, r->thp_expected);
+			bad = 1;
+		}
+	}
+	return bad;
 }
 
 int main(int argc, char **argv)
@@ -548,7 +882,7 @@ int main(int argc, char **argv)
 	FILE *csv = NULL, *json = NULL;
 	double start = dm_now();
 	struct opts o;
-	int fd = -1, i, k, status = 0;
+	int fd, i, ret, status = 0;
 
 	if (parse_opts(&o, argc, argv)) {
 		usage(stderr, argv[0]);
@@ -557,25 +891,25 @@ int main(int argc, char **argv)
 	printf("# plan: sizes");
 	for (i = 0; i < o.nsizes; i++)
 		printf(" %zu", o.sizes_mb[i]);
-	printf(" MB; modes thp 4k; %d warm-up + %d timed rounds; device %d%s",
-	       o.warmup, o.iters, o.dev, o.memcpy_only ? "; memcpy only" : "");
-	if (o.budget > 0)
-		printf("; budget %.0f s", o.budget);
-	printf("; csv %s; json %s\n", o.csv ?: "-", o.json ?: "-");
+	printf(" MB; %s; %d warm-up + %d timed rounds; device %d\n",
+	       o.stock ? "4K only (stock test_hmm)" : "THP and 4K", o.warmup,
+	       o.iters, o.dev);
 	if (o.iters < 5)
 		printf("# note: fewer than 5 rounds: a quick look, not a report\n");
 	if (o.dry_run)
 		return 0;
+	if (check_clock())
+		return 3;
 
-	if (!o.memcpy_only) {
-		fd = dm_open(o.dev);
-		if (fd < 0) {
-			fprintf(stderr, "cannot open /dev/hmm_dmirror%d: %s\n", o.dev,
-				strerror(-fd));
-			return 1;
-		}
-		if (!thp_available())
-			printf("# warning: THP disabled: the thp rows measure 4K pages\n");
+	fd = dm_open(o.dev);
+	if (fd < 0) {
+		fprintf(stderr, "cannot open /dev/hmm_dmirror%d: %s\n", o.dev,
+			strerror(-fd));
+		return 1;
+	}
+	if (!o.stock && !thp_available()) {
+		fprintf(stderr, "THP is disabled: no THP figures\n");
+		return 1;
 	}
 	if (o.csv && !(csv = fopen(o.csv, "w"))) {
 		fprintf(stderr, "cannot write %s: %s\n", o.csv, strerror(errno));
@@ -585,41 +919,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cannot write %s: %s\n", o.json, strerror(errno));
 		return 1;
 	}
-
 	for (i = 0; i < o.nsizes; i++) {
-		size_t size = o.sizes_mb[i] << 20;
-
 		rows[i].size_mb = o.sizes_mb[i];
-		if (o.budget > 0 && dm_now() - start > o.budget) {
-			printf("# budget of %.0f s used up: skipping %zu MB\n", o.budget,
-			       o.sizes_mb[i]);
-			continue;
-		}
-		if (!run_memcpy(size, o.warmup, o.iters, rows[i].memcpy_t))
-			rows[i].memcpy_done = true;
-		if (o.memcpy_only)
-			continue;
-		for (k = 0; k < 2; k++) {
-			int ret;
-
-			if (o.budget > 0 && dm_now() - start > o.budget)
-				break;
-			fprintf(stderr, "# %zu MB %s...\n", o.sizes_mb[i], mode_name[k]);
-			ret = run_case(fd, size, k == 0, o.warmup, o.iters, &rows[i].res[k]);
-			if (ret) {
-				fprintf(stderr, "%zu MB %s: %s\n", o.sizes_mb[i],
-					mode_name[k], strerror(-ret));
-				status = 1;
-			}
+		fprintf(stderr, "# %zu MB...\n", o.sizes_mb[i]);
+		ret = run_size(fd, &o, &rows[i]);
+		if (ret) {
+			fprintf(stderr, "%zu MB: %s\n", o.sizes_mb[i], strerror(-ret));
+			status = 1;
 		}
 	}
-	report(&o, rows, o.nsizes, csv, json);
+	report(&o, rows, csv, json);
+	status |= check_thp_moved(&o, rows);
 	if (csv && fclose(csv))
 		status = 1;
 	if (json && fclose(json))
 		status = 1;
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	printf("# total %.1f s\n", dm_now() - start);
 	return status;
 }
