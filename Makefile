@@ -36,7 +36,7 @@ kernel: tree
 module: kernel
 	@vm/module.sh
 
-tests: tree
+tests: kernel
 	@vm/tests.sh
 
 initramfs: module tests

@@ -17,7 +17,10 @@ if [ ! -x "$OUT/hmm-tests" ] || [ "$HMM" -nt "$OUT/hmm-tests" ]; then
 		-o "$OUT/hmm-tests" "$HMM" || die "stock hmm-tests build failed"
 fi
 if [ "${1:-}" != stock ] && [ -f "$TOP/selftests/Makefile" ]; then
+	[ -f "$KBUILD/Makefile" ] || die "no kernel build in $KBUILD: run 'make kernel'"
+	locked make -s -C "$KSRC" O="$KBUILD" headers_install > /dev/null ||
+		die "headers_install failed"
 	step "building selftests"
-	make -s -C "$TOP/selftests" KSRC="$KSRC" O="$OUT/selftests" all ||
-		die "selftests build failed"
+	make -s -C "$TOP/selftests" KSRC="$KSRC" KHDR="$KBUILD/usr/include" \
+		O="$OUT/selftests" all || die "selftests build failed"
 fi
