@@ -16,6 +16,7 @@
  */
 #include <linux/delay.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
@@ -24,6 +25,15 @@
 /* Device removal gives a busy page this long to be freed. */
 #define DMIRROR_DRAIN_TRIES	500
 #define DMIRROR_DRAIN_WAIT_MS	20
+
+/*
+ * For race tests: hold each evicted block unmapped this long before copying
+ * it, so that its process can exit meanwhile (the life suite's evict_race).
+ */
+static unsigned int evict_delay_ms;
+module_param(evict_delay_ms, uint, 0644);
+MODULE_PARM_DESC(evict_delay_ms,
+		 "Test hook: milliseconds between unmapping and copying an evicted block (default 0)");
 
 /* Evict every resident block of @chunk once; caller holds devmem_lock. */
 static void dmirror_evict_chunk(struct dmirror_migrate_ctx *ctx,
@@ -45,6 +55,8 @@ static void dmirror_evict_chunk(struct dmirror_migrate_ctx *ctx,
 			continue;
 		dmirror_clock_start(ctx, HMM_DMIRROR_PATH_EVICT);
 		migrate_device_range(src, pfn, HPAGE_PMD_NR);
+		if (READ_ONCE(evict_delay_ms))
+			msleep(READ_ONCE(evict_delay_ms));
 		dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_SETUP);
 		dmirror_answer_to_sys(ctx, NULL, 0, src, dst, HPAGE_PMD_NR,
 				      DSTAT_SPLIT_MIGRATE);

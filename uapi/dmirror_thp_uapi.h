@@ -13,15 +13,18 @@
  * Common errnos for every command that takes a range (addr, npages):
  *   EFAULT  the ioctl argument, or cmd.ptr, is not a valid user pointer
  *   EINVAL  addr is not page aligned, npages is 0 or above
- *           DMIRROR_THP_MAX_PAGES, or addr + npages * PAGE_SIZE overflows
+ *           DMIRROR_THP_MAX_PAGES, or addr + npages * PAGE_SIZE overflows or
+ *           ends above the user address space
  *   EINVAL  the caller's mm is not the one that opened the device file
  *   ENOENT  after MIGRATE_TO_DEV or EXCLUSIVE, a page of the range that the
  *           device cannot read without a fault (as in test_hmm)
  *   EFAULT  part of the range is not mapped (READ, WRITE); SNAPSHOT
  *           instead reports HMM_DMIRROR_PROT_ERROR for such pages, as
  *           test_hmm does
- *   EINVAL  part of the range is not mapped, or is not anonymous private
- *           memory (MIGRATE_TO_DEV, EXCLUSIVE)
+ *   EINVAL  part of the range is not mapped, or not readable, or not
+ *           anonymous private memory (MIGRATE_TO_DEV, EXCLUSIVE); part of
+ *           it is not mapped, or not readable (MIGRATE_TO_SYS), or not
+ *           mapped (CHECK_EXCLUSIVE)
  *   ENOMEM  the device or the system ran out of memory
  *   EBUSY   the range could not be collected (pages pinned or locked)
  * An ioctl number the device does not know gets ENOTTY.
