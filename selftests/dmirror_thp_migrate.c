@@ -2,14 +2,20 @@
 /*
  * dmirror-thp selftests: migration to the device and back.
  *
- *  - the RFC's six THP tests (seed 010), with their bugs fixed: every test
- *    also asserts what moved (stats, SNAPSHOT PMD bit, pagemap) so a silent
- *    fallback to 4K pages fails it, the mirror buffer is never inside the
- *    migrated range, and nothing reads through a stale mapping;
- *  - several THPs: 8 x 2 MB in one call, THP and base pages mixed in one
- *    range, a range that straddles THP boundaries, both devices;
- *  - the way back as a matrix: {THP, 4K} x {MIGRATE_TO_SYS, CPU fault} x
- *    {FAIL_ALLOC off, on}.
+ * round_trip, one body over a matrix, as tools/testing/selftests/mm/cow.c:
+ *   source     a THP with data, a hole, the huge zero page, 4K pages
+ *   fail_alloc none, on the way to the device, on the way back
+ *   way back   MIGRATE_TO_SYS, or CPU faults on every page
+ *   placement  the aligned middle THP of three; [1 MB, 5 MB), half of
+ *              each outer THP; the middle THP across a vma edge
+ * It proves that every PMD-sized, PMD-covered part moves whole both ways
+ * (the device's counters, SNAPSHOT's PMD bit, pagemap, and /proc/vmstat
+ * seeing no split) and that everything else moves page by page (a forced
+ * split that /proc/vmstat sees), with the data intact, and nothing of the
+ * range left on the device.
+ *
+ * Then: 8 x 2 MB in one call, THP and base-page vmas in one range, and
+ * both devices at once.
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
@@ -21,315 +27,201 @@
 
 #define RW	(PROT_READ | PROT_WRITE)
 
-DM_FIXTURE(thp);
+/* ---- the round trip, as a matrix ---- */
 
-/*
- * Migrate a THP-enabled hole (nothing ever touched): it becomes one zeroed
- * device THP, and a read fault brings it back as one system THP.
- */
-TEST_F(thp, migrate_anon_huge_empty)
+enum src { SRC_THP, SRC_HOLE, SRC_ZERO, SRC_BASE };
+enum fa { FA_NONE, FA_TODEV, FA_BACK };
+enum way { WAY_IOCTL, WAY_FAULT };
+enum place { PLACE_ALIGNED, PLACE_OFFSET, PLACE_VMA_EDGE };
+
+DM_FIXTURE(mig);
+
+FIXTURE_VARIANT(mig)
 {
-	struct dmirror_thp_stats st;
-	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_BUF(&self->c, DM_THP_SIZE, PROT_READ, DM_THP_ON);
+	enum src src;
+	enum fa fa;
+	enum way way;
+	enum place place;
+};
 
-	if (!thp_available())
-		SKIP(return, "THP disabled");
-	ASSERT_PM_PRESENT(b->ptr, DM_THP_PAGES, 0);
+#define MIG(s, f, w, p)							\
+	FIXTURE_VARIANT_ADD(mig, s##_##p##_failalloc_##f##_back_by_##w) { \
+		.src = SRC_##s, .fa = FA_##f, .way = WAY_##w,		\
+		.place = PLACE_##p,					\
+	};
+#define MIG_PLACES(s, f, w)						\
+	MIG(s, f, w, ALIGNED) MIG(s, f, w, OFFSET) MIG(s, f, w, VMA_EDGE)
+#define MIG_WAYS(s, f)	MIG_PLACES(s, f, IOCTL) MIG_PLACES(s, f, FAULT)
+#define MIG_FAS(s)	MIG_WAYS(s, NONE) MIG_WAYS(s, TODEV) MIG_WAYS(s, BACK)
 
-	ASSERT_EQ(0, dm_to_dev(self->c.fd[0], b->ptr, DM_THP_PAGES, b->mirror, &cmd));
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.thp_to_dev);
-	ASSERT_EQ(0, st.base_to_dev);
-	ASSERT_DEV_THP(&self->c, 0, b->ptr, 1);
-	/* The vma is read-only, so is the device's mapping. */
-	ASSERT_EQ(0, dm_snap_local_write(self->c.fd[0], b->ptr, DM_THP_PAGES));
-	ASSERT_EQ(DM_THP_PAGES, cmd.cpages);
-	ASSERT_ZERO(b->mirror, DM_THP_SIZE);
+MIG_FAS(THP)
+MIG_FAS(HOLE)
+MIG_FAS(ZERO)
+MIG_FAS(BASE)
 
-	/* One read fault brings the whole PMD back. */
-	ASSERT_EQ(0, dm_stats_reset(self->c.fd[0]));
-	ASSERT_EQ(0, *(volatile int *)(b->ptr + 4096 * 7));
-	DM_STATS(&self->c, 0, st);
-	SKIP_IF_REAL_ALLOC_FAIL(st);
-	ASSERT_EQ(1, st.cpu_faults);
-	ASSERT_EQ(1, st.thp_to_sys);
-	ASSERT_EQ(0, st.base_to_sys);
-	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
-	ASSERT_ZERO(b->ptr, DM_THP_SIZE);
-	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
+#define BUF_THPS	3
+#define SEED		11
+
+/* The migrated range of a placement, in the 3-THP buffer. */
+static size_t range_off(enum place p)
+{
+	return p == PLACE_OFFSET ? DM_ONEMB : DM_THP_SIZE;
+}
+
+static size_t range_len(enum place p)
+{
+	return p == PLACE_OFFSET ? 2 * DM_THP_SIZE : DM_THP_SIZE;
 }
 
 /*
- * Migrate the huge zero page (a read of a THP-enabled read-only vma): it
- * becomes a zeroed device THP, and a read fault brings back a system THP.
+ * A source of data in the buffer, or none; then the vma edge, which splits
+ * a PMD that maps across it before anything is migrated.
  */
-TEST_F(thp, migrate_anon_huge_zero)
+static void mig_source(struct __test_metadata *_metadata, const FIXTURE_VARIANT(mig) *v,
+		      struct dm_buf *b)
 {
-	struct dmirror_thp_stats st;
-	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_BUF(&self->c, DM_THP_SIZE, PROT_READ, DM_THP_ON);
-
-	if (!thp_available())
-		SKIP(return, "THP disabled");
-	ASSERT_EQ(0, *(volatile int *)b->ptr);
-	/* One read mapped all 512 pages: that is the huge zero page. */
-	if (pm_enabled() && pm_count_present(b->ptr, DM_THP_PAGES) != (long)DM_THP_PAGES)
-		SKIP(return, "no huge zero page (use_zero_page off?): %ld pages present",
-		     pm_count_present(b->ptr, DM_THP_PAGES));
-
-	ASSERT_EQ(0, dm_to_dev(self->c.fd[0], b->ptr, DM_THP_PAGES, b->mirror, &cmd));
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.thp_to_dev);
-	ASSERT_EQ(0, st.base_to_dev);
-	ASSERT_DEV_THP(&self->c, 0, b->ptr, 1);
-	ASSERT_ZERO(b->mirror, DM_THP_SIZE);
-
-	ASSERT_EQ(0, dm_stats_reset(self->c.fd[0]));
-	ASSERT_ZERO(b->ptr, DM_THP_SIZE);
-	DM_STATS(&self->c, 0, st);
-	SKIP_IF_REAL_ALLOC_FAIL(st);
-	ASSERT_EQ(1, st.cpu_faults);
-	ASSERT_EQ(1, st.thp_to_sys);
-	ASSERT_EQ(0, st.base_to_sys);
-	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
-}
-
-/*
- * MADV_FREE of a device THP: device pages cannot be freed lazily, so the
- * range must read, page by page, either as the old data or as zeroes, and
- * a later write must stick.
- *
- * Stock 6.12 has VM_BUG_ON(!is_pmd_migration_entry()) on a non-present PMD
- * in madvise_free_huge_pmd() (the RFC did not touch it), which is fatal
- * with CONFIG_DEBUG_VM and leaves the task stuck holding the PMD lock.  So
- * the whole case runs in a child with its own mm and device file, under a
- * deadline: a BUG there fails this test without hanging the suite.
- */
-static int huge_free_child(void *arg)
-{
-	struct dm_buf b;
-	int fd = dm_open(0);
 	size_t i;
 
-	(void)arg;
-	if (fd < 0 || dm_buf_alloc(&b, DM_THP_SIZE, RW, DM_THP_ON))
-		return 1;
-	dm_fill(b.ptr, DM_THP_SIZE, 1);
-	if (!dm_is_sys_thp(b.ptr, 1))
-		return 4;
-	if (dm_to_dev(fd, b.ptr, DM_THP_PAGES, b.mirror, NULL) ||
-	    dm_verify(b.mirror, DM_THP_SIZE, 1) != -1)
-		return 2;
-	if (dm_snap_local_pmd(fd, b.ptr, DM_THP_PAGES) != (long)DM_THP_PAGES)
-		return 3;
-	if (madvise(b.ptr, DM_THP_SIZE, MADV_FREE))
-		return 5;
-	for (i = 0; i < DM_THP_SIZE; i += DM_PAGE_SIZE) {
-		char *p = b.ptr + i;
-
-		if (dm_verify_zero(p, DM_PAGE_SIZE) != -1 &&
-		    dm_verify_at(p, i, DM_PAGE_SIZE, 1) != -1)
-			return 6;	/* neither the old data nor zero */
+	switch (v->src) {
+	case SRC_THP:
+	case SRC_BASE:
+		dm_fill(b->ptr, b->size, SEED);
+		if (v->src == SRC_THP)
+			REQUIRE_SYS_THP(b->ptr, BUF_THPS);
+		else
+			ASSERT_EQ(0, smaps_anon_huge_kb(b->ptr));
+		break;
+	case SRC_ZERO:
+		/* One read per PMD maps the huge zero page. */
+		for (i = 0; i < BUF_THPS; i++)
+			ASSERT_EQ(0, *(volatile int *)(b->ptr + i * DM_THP_SIZE));
+		ASSERT_PM_PRESENT(b->ptr, dm_npages(b->size), dm_npages(b->size));
+		ASSERT_EQ(0, smaps_anon_huge_kb(b->ptr));
+		break;
+	case SRC_HOLE:
+		ASSERT_PM_PRESENT(b->ptr, dm_npages(b->size), 0);
+		break;
 	}
-	dm_fill(b.ptr, DM_THP_SIZE, 2);
-	if (dm_verify(b.ptr, DM_THP_SIZE, 2) != -1)
-		return 7;
-	if (dm_snap_local(fd, b.ptr, DM_THP_PAGES) != 0)
-		return 8;
-	dm_buf_free(&b);
-	close(fd);
-	return 0;
+	if (v->place == PLACE_VMA_EDGE)
+		ASSERT_EQ(0, madvise(b->ptr + 3 * DM_ONEMB, 3 * DM_ONEMB,
+				     MADV_DONTFORK));
 }
 
-TEST_F_TIMEOUT(thp, migrate_anon_huge_free, 60)
+/* What a range reads as: the data it was filled with, or zeroes. */
+static long mig_verify(const FIXTURE_VARIANT(mig) *v, const char *p,
+		       size_t off, size_t len)
 {
-	struct dmirror_thp_stats st;
-	int status;
-
-	status = dm_run_child(huge_free_child, NULL, 30);
-	if (status == 4)
-		SKIP(return, "the child got no system THP");
-	ASSERT_NE(-ETIMEDOUT, status)
-		TH_LOG("MADV_FREE of a device THP hung (kernel BUG? see the console)");
-	ASSERT_EQ(0, status) TH_LOG("child failed at step %d", status);
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.thp_to_dev);
-	ASSERT_EQ(0, st.base_to_dev);
-	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
-	ASSERT_TRUE(dm_pool_balanced(&st));
+	if (v->src == SRC_HOLE || v->src == SRC_ZERO)
+		return dm_verify_zero(p, len);
+	return dm_verify_at(p, off, len, SEED);
 }
 
-/* Migrate a THP and fault it back with CPU reads: one fault, one THP. */
-TEST_F(thp, migrate_anon_huge_fault)
+TEST_F_TIMEOUT(mig, round_trip, 120)
 {
+	const FIXTURE_VARIANT(mig) *v = variant;
+	const size_t off = range_off(v->place), len = range_len(v->place);
+	const size_t np = dm_npages(len);
+	struct dm_buf *b = DM_BUF(&self->c, BUF_THPS * DM_THP_SIZE, RW,
+				  v->src == SRC_BASE ? DM_THP_OFF : DM_THP_ON);
+	char *start = b->ptr + off, *mid = b->ptr + DM_THP_SIZE;
 	struct dmirror_thp_stats st;
 	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_BUF(&self->c, DM_THP_SIZE, RW, DM_THP_ON);
-	long split0 = vmstat_get("thp_split_pmd");
-
-	dm_fill(b->ptr, DM_THP_SIZE, 3);
-	REQUIRE_SYS_THP(b->ptr, 1);
-
-	ASSERT_EQ(0, dm_to_dev(self->c.fd[0], b->ptr, DM_THP_PAGES, b->mirror, &cmd));
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.thp_to_dev);
-	ASSERT_EQ(0, st.base_to_dev);
-	ASSERT_EQ(0, st.split_migrate);
-	ASSERT_DEV_THP(&self->c, 0, b->ptr, 1);
-	ASSERT_EQ(DM_THP_PAGES * 1, st.resident_pages - self->c.base[0].resident_pages);
-	ASSERT_DATA(b->mirror, DM_THP_SIZE, 3);
-
-	ASSERT_EQ(0, dm_stats_reset(self->c.fd[0]));
-	ASSERT_DATA(b->ptr, DM_THP_SIZE, 3);
-	DM_STATS(&self->c, 0, st);
-	SKIP_IF_REAL_ALLOC_FAIL(st);
-	ASSERT_EQ(1, st.cpu_faults);
-	ASSERT_EQ(1, st.thp_to_sys);
-	ASSERT_EQ(0, st.base_to_sys);
-	ASSERT_EQ(0, st.split_fault);
-	ASSERT_TRUE(dm_is_sys_thp(b->ptr, 1));
-	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
-	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
-	/* A whole-THP round trip splits no PMD. */
-	if (split0 >= 0)
-		ASSERT_EQ(split0, vmstat_get("thp_split_pmd"));
-}
-
-/*
- * FAIL_ALLOC, device side: the device THP allocation fails, the source is
- * split and migrates as 512 base pages; a fault brings back one page.
- * FAIL_ALLOC, system side: a device THP faults back as 512 base pages.
- */
-TEST_F(thp, migrate_anon_huge_err)
-{
-	struct dmirror_thp_stats st;
-	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_BUF(&self->c, DM_THP_SIZE, RW, DM_THP_ON);
-	struct dm_buf *b2;
+	struct dm_splits s0;
 	int fd = self->c.fd[0];
+	size_t whole, base, i;
+	bool split_to_dev, split_back;
 
-	dm_fill(b->ptr, DM_THP_SIZE, 4);
-	REQUIRE_SYS_THP(b->ptr, 1);
+	mig_source(_metadata, v, b);
+	if (_metadata->exit_code == KSFT_SKIP)
+		return;
 
-	ASSERT_EQ(0, dm_set_flags(fd, HMM_DMIRROR_FLAG_FAIL_ALLOC));
-	ASSERT_EQ(0, dm_to_dev(fd, b->ptr, DM_THP_PAGES, b->mirror, &cmd));
+	/*
+	 * The middle THP moves whole where the range covers it and it is
+	 * still PMD-mapped; everything else in the range page by page.  The
+	 * half-covered THPs of PLACE_OFFSET must be split on the way.
+	 */
+	whole = v->src != SRC_BASE && v->place != PLACE_VMA_EDGE;
+	split_to_dev = v->place == PLACE_OFFSET &&
+		       (v->src == SRC_THP || v->src == SRC_ZERO);
+	split_to_dev |= v->place == PLACE_VMA_EDGE && v->src == SRC_THP;
+	/* FAIL_ALLOC fires on the first large allocation, if there is one. */
+	if (v->fa == FA_TODEV && whole) {
+		whole = 0;
+		split_to_dev |= v->src == SRC_THP || v->src == SRC_ZERO;
+	}
+	base = np - whole * DM_THP_PAGES;
+
+	/* To the device. */
+	if (v->fa == FA_TODEV)
+		ASSERT_EQ(0, dm_set_flags(fd, HMM_DMIRROR_FLAG_FAIL_ALLOC));
+	s0 = DM_SPLITS();
+	ASSERT_EQ(0, dm_to_dev(fd, start, np, b->mirror, &cmd));
+	ASSERT_EQ(np, cmd.cpages);
+	ASSERT_EQ(-1, mig_verify(v, b->mirror, off, len));
 	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.alloc_fail_inject);
-	ASSERT_EQ(0, st.thp_to_dev);
-	ASSERT_EQ(DM_THP_PAGES, st.base_to_dev);
-	ASSERT_EQ(1, st.split_migrate);
-	ASSERT_DEV_BASE(&self->c, 0, b->ptr, DM_THP_PAGES);
-	ASSERT_DATA(b->mirror, DM_THP_SIZE, 4);
+	dm_stats_print("to the device", &st);
+	ASSERT_EQ(whole, st.thp_to_dev);
+	ASSERT_EQ(base, st.base_to_dev);
+	ASSERT_EQ(v->fa == FA_TODEV && v->src != SRC_BASE &&
+		  v->place != PLACE_VMA_EDGE, st.alloc_fail_inject);
+	ASSERT_EQ(v->fa == FA_TODEV && v->src == SRC_THP &&
+		  v->place != PLACE_VMA_EDGE, st.split_migrate);
+	ASSERT_EQ(np, dm_snap_local(fd, start, np));
+	ASSERT_EQ(whole * DM_THP_PAGES, dm_snap_local_pmd(fd, start, np));
+	ASSERT_PM_DEV_PMD(start, np, np);
+	if (split_to_dev) {
+		ASSERT_SPLIT(s0);
+	} else {
+		ASSERT_NO_SPLIT(s0);
+	}
+	/* Outside the range: in system memory. */
+	ASSERT_EQ(0, dm_snap_local(fd, b->ptr, dm_npages(off)));
 
-	/* One base page back: the one that faulted, and only it. */
+	/* And back. */
 	ASSERT_EQ(0, dm_stats_reset(fd));
-	/* word 1024 is in page 2 */
-	ASSERT_EQ(((uint64_t)4 << 32) | 1024, ((volatile uint64_t *)b->ptr)[1024]);
+	if (v->fa == FA_BACK)
+		ASSERT_EQ(0, dm_set_flags(fd, HMM_DMIRROR_FLAG_FAIL_ALLOC));
+	split_back = v->fa == FA_BACK && whole;
+	s0 = DM_SPLITS();
+	if (v->way == WAY_FAULT) {
+		for (i = 0; i < len; i += DM_PAGE_SIZE)
+			ASSERT_EQ(-1, mig_verify(v, start + i, off + i, DM_PAGE_SIZE))
+				TH_LOG("page %zu", i / DM_PAGE_SIZE);
+	} else {
+		ASSERT_EQ(0, dm_to_sys(fd, start, np, &cmd));
+		ASSERT_EQ(np, cmd.cpages);
+	}
 	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.cpu_faults);
-	ASSERT_EQ(1, st.base_to_sys);
-	ASSERT_EQ(0, st.thp_to_sys);
-	ASSERT_EQ(DM_THP_PAGES - 1, dm_snap_local(fd, b->ptr, DM_THP_PAGES));
-	ASSERT_DATA(b->ptr, DM_THP_SIZE, 4);
+	dm_stats_print("back", &st);
+	if (!split_back)
+		SKIP_IF_REAL_ALLOC_FAIL(st);
+	ASSERT_EQ(split_back, st.alloc_fail_inject);
+	ASSERT_EQ(whole - split_back, st.thp_to_sys);
+	ASSERT_EQ(base + split_back * DM_THP_PAGES, st.base_to_sys);
+	ASSERT_EQ(split_back, v->way == WAY_FAULT ? st.split_fault :
+						    st.split_migrate);
+	ASSERT_EQ(v->way == WAY_FAULT ? whole + base : 0, st.cpu_faults);
+	if (split_back) {
+		ASSERT_SPLIT(s0);
+	} else {
+		ASSERT_NO_SPLIT(s0);
+	}
+	ASSERT_ON_SYS(&self->c, 0, start, np);
+	if (whole && !split_back)
+		ASSERT_TRUE(dm_is_sys_thp(mid, 1));
+	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
 
-	/* System side, on a fresh THP (not through the old mapping). */
-	b2 = DM_BUF(&self->c, DM_THP_SIZE, RW, DM_THP_ON);
-	dm_fill(b2->ptr, DM_THP_SIZE, 5);
-	REQUIRE_SYS_THP(b2->ptr, 1);
-	ASSERT_EQ(0, dm_stats_reset(fd));
-	ASSERT_EQ(0, dm_to_dev(fd, b2->ptr, DM_THP_PAGES, b2->mirror, &cmd));
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.thp_to_dev);
-	ASSERT_DEV_THP(&self->c, 0, b2->ptr, 1);
-
-	ASSERT_EQ(0, dm_stats_reset(fd));
-	ASSERT_EQ(0, dm_set_flags(fd, HMM_DMIRROR_FLAG_FAIL_ALLOC));
-	ASSERT_DATA(b2->ptr, DM_THP_SIZE, 5);
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.alloc_fail_inject);
-	ASSERT_EQ(1, st.split_fault);
-	ASSERT_EQ(0, st.thp_to_sys);
-	ASSERT_EQ(DM_THP_PAGES, st.base_to_sys);
-	ASSERT_EQ(1, st.cpu_faults);
-	ASSERT_EQ(0, smaps_anon_huge_kb(b2->ptr));
-	ASSERT_ON_SYS(&self->c, 0, b2->ptr, DM_THP_PAGES);
+	/* Every byte, in the range and around it. */
+	ASSERT_EQ(-1, mig_verify(v, b->ptr, 0, b->size));
+	/* And the device reads the same from system memory. */
+	memset(b->mirror, 0xA5, len);
+	ASSERT_EQ(0, dm_read(fd, start, np, b->mirror, &cmd));
+	ASSERT_EQ(-1, mig_verify(v, b->mirror, off, len));
 }
 
-/*
- * FAIL_ALLOC with the huge zero page: device side (the zero THP becomes 512
- * zeroed device pages) and system side (a zero device THP faults back as
- * base pages).  Each phase reads only its own, live mapping.
- */
-TEST_F(thp, migrate_anon_huge_zero_err)
-{
-	struct dmirror_thp_stats st;
-	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_BUF(&self->c, DM_THP_SIZE, PROT_READ, DM_THP_ON);
-	struct dm_buf *b2;
-	int fd = self->c.fd[0];
+/* ---- several THPs ---- */
 
-	if (!thp_available())
-		SKIP(return, "THP disabled");
-	ASSERT_EQ(0, *(volatile int *)b->ptr);
-	ASSERT_EQ(0, dm_set_flags(fd, HMM_DMIRROR_FLAG_FAIL_ALLOC));
-	ASSERT_EQ(0, dm_to_dev(fd, b->ptr, DM_THP_PAGES, b->mirror, &cmd));
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.alloc_fail_inject);
-	ASSERT_EQ(0, st.thp_to_dev);
-	ASSERT_EQ(DM_THP_PAGES, st.base_to_dev);
-	ASSERT_DEV_BASE(&self->c, 0, b->ptr, DM_THP_PAGES);
-	ASSERT_ZERO(b->mirror, DM_THP_SIZE);
-
-	ASSERT_EQ(0, dm_stats_reset(fd));
-	ASSERT_EQ(0, ((volatile int *)b->ptr)[2048]);
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.cpu_faults);
-	ASSERT_EQ(1, st.base_to_sys);
-	ASSERT_EQ(DM_THP_PAGES - 1, dm_snap_local(fd, b->ptr, DM_THP_PAGES));
-
-	/* System side: a fresh zero THP, migrated whole, faults back split. */
-	b2 = DM_BUF(&self->c, DM_THP_SIZE, PROT_READ, DM_THP_ON);
-	ASSERT_EQ(0, *(volatile int *)b2->ptr);
-	ASSERT_EQ(0, dm_stats_reset(fd));
-	ASSERT_EQ(0, dm_to_dev(fd, b2->ptr, DM_THP_PAGES, b2->mirror, &cmd));
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.thp_to_dev);
-	ASSERT_DEV_THP(&self->c, 0, b2->ptr, 1);
-	ASSERT_EQ(0, dm_stats_reset(fd));
-	ASSERT_EQ(0, dm_set_flags(fd, HMM_DMIRROR_FLAG_FAIL_ALLOC));
-	ASSERT_ZERO(b2->ptr, DM_THP_SIZE);
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.alloc_fail_inject);
-	ASSERT_EQ(1, st.split_fault);
-	ASSERT_EQ(0, st.thp_to_sys);
-	ASSERT_EQ(DM_THP_PAGES, st.base_to_sys);
-	ASSERT_ON_SYS(&self->c, 0, b2->ptr, DM_THP_PAGES);
-}
-
-/*
- * pagemap over a device THP: PM_SWAP set, PM_PRESENT clear on every page.
- * Stock 6.12 BUGs on it with CONFIG_DEBUG_VM; see pm_pmd_enabled().
- */
-TEST_F(thp, pagemap_device_thp)
-{
-	struct dmirror_thp_stats st;
-	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_BUF(&self->c, DM_THP_SIZE, RW, DM_THP_ON);
-
-	if (!pm_pmd_enabled())
-		SKIP(return, "DMIRROR_THP_PAGEMAP_PMD=0: pagemap over device PMDs disabled");
-	dm_fill(b->ptr, DM_THP_SIZE, 12);
-	REQUIRE_SYS_THP(b->ptr, 1);
-	ASSERT_EQ(0, dm_to_dev(self->c.fd[0], b->ptr, DM_THP_PAGES, b->mirror, &cmd));
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.thp_to_dev);
-	ASSERT_EQ(DM_THP_PAGES, pm_count_dev(b->ptr, DM_THP_PAGES));
-	ASSERT_EQ(0, pm_count_present(b->ptr, DM_THP_PAGES));
-	/* reading pagemap moved nothing */
-	ASSERT_EQ(DM_THP_PAGES, dm_snap_local_pmd(self->c.fd[0], b->ptr, DM_THP_PAGES));
-	ASSERT_DATA(b->ptr, DM_THP_SIZE, 12);
-}
+DM_FIXTURE(thp);
 
 /* 8 x 2 MB in one MIGRATE_TO_DEV, then back in one MIGRATE_TO_SYS. */
 TEST_F_TIMEOUT(thp, migrate_8_thps_one_call, 120)
@@ -337,25 +229,14 @@ TEST_F_TIMEOUT(thp, migrate_8_thps_one_call, 120)
 	const size_t n = 8, size = n * DM_THP_SIZE, np = dm_npages(size);
 	struct dmirror_thp_stats st;
 	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_BUF(&self->c, size, RW, DM_THP_ON);
-	long split0 = vmstat_get("thp_split_pmd");
+	struct dm_buf *b = DM_FILLED_BUF(&self->c, size, true, 6);
+	struct dm_splits s0;
 	int fd = self->c.fd[0];
 
-	dm_fill(b->ptr, size, 6);
-	REQUIRE_SYS_THP(b->ptr, n);
-
-	ASSERT_EQ(0, dm_to_dev(fd, b->ptr, np, b->mirror, &cmd));
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(n, st.thp_to_dev);
-	ASSERT_EQ(0, st.base_to_dev);
-	ASSERT_EQ(0, st.split_migrate);
-	ASSERT_DEV_THP(&self->c, 0, b->ptr, n);
-	ASSERT_EQ(np, st.resident_pages - self->c.base[0].resident_pages);
+	DM_MIGRATE_PROVE(&self->c, 0, b, true);
 	ASSERT_DATA(b->mirror, size, 6);
-	if (split0 >= 0)
-		ASSERT_EQ(split0, vmstat_get("thp_split_pmd"));
 
-	ASSERT_EQ(0, dm_stats_reset(fd));
+	s0 = DM_SPLITS();
 	ASSERT_EQ(0, dm_to_sys(fd, b->ptr, np, &cmd));
 	ASSERT_EQ(np, cmd.cpages);
 	DM_STATS(&self->c, 0, st);
@@ -365,9 +246,8 @@ TEST_F_TIMEOUT(thp, migrate_8_thps_one_call, 120)
 	ASSERT_EQ(0, st.cpu_faults);
 	ASSERT_TRUE(dm_is_sys_thp(b->ptr, n));
 	ASSERT_ON_SYS(&self->c, 0, b->ptr, np);
+	ASSERT_NO_SPLIT(s0);
 	ASSERT_DATA(b->ptr, size, 6);
-	if (split0 >= 0)
-		ASSERT_EQ(split0, vmstat_get("thp_split_pmd"));
 }
 
 /*
@@ -381,6 +261,7 @@ TEST_F(thp, migrate_mixed_thp_and_base)
 	struct hmm_dmirror_cmd cmd;
 	struct dm_buf *b = DM_BUF(&self->c, size, RW, DM_THP_ON);
 	char *mid = b->ptr + DM_THP_SIZE, *last = b->ptr + 2 * DM_THP_SIZE;
+	struct dm_splits s0;
 	int fd = self->c.fd[0];
 
 	ASSERT_EQ(0, madvise(mid, DM_THP_SIZE, MADV_NOHUGEPAGE));
@@ -389,6 +270,7 @@ TEST_F(thp, migrate_mixed_thp_and_base)
 	REQUIRE_SYS_THP(last, 1);
 	ASSERT_EQ(0, smaps_anon_huge_kb(mid));
 
+	s0 = DM_SPLITS();
 	ASSERT_EQ(0, dm_to_dev(fd, b->ptr, np, b->mirror, &cmd));
 	DM_STATS(&self->c, 0, st);
 	ASSERT_EQ(2, st.thp_to_dev);
@@ -406,51 +288,8 @@ TEST_F(thp, migrate_mixed_thp_and_base)
 	ASSERT_EQ(2, st.thp_to_sys);
 	ASSERT_EQ(DM_THP_PAGES, st.base_to_sys);
 	ASSERT_ON_SYS(&self->c, 0, b->ptr, np);
+	ASSERT_NO_SPLIT(s0);
 	ASSERT_DATA(b->ptr, size, 7);
-}
-
-/*
- * A range [1 MB, 5 MB) over three THPs: the middle THP moves whole, the
- * halves of the outer two are split off and move as base pages, and the
- * pages outside the range stay in system memory.
- */
-TEST_F(thp, migrate_straddle_thp_boundary)
-{
-	const size_t size = 3 * DM_THP_SIZE;
-	const size_t half = DM_THP_PAGES / 2;
-	struct dmirror_thp_stats st;
-	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_BUF(&self->c, size, RW, DM_THP_ON);
-	char *start = b->ptr + DM_ONEMB;
-	long split0 = vmstat_get("thp_split_pmd");
-	int fd = self->c.fd[0];
-
-	dm_fill(b->ptr, size, 8);
-	REQUIRE_SYS_THP(b->ptr, 3);
-
-	ASSERT_EQ(0, dm_to_dev(fd, start, 2 * DM_THP_PAGES, b->mirror, &cmd));
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.thp_to_dev);
-	ASSERT_EQ(2 * half, st.base_to_dev);
-	ASSERT_EQ(-1, dm_verify_at(b->mirror, DM_ONEMB, 2 * DM_THP_SIZE, 8));
-	ASSERT_DEV_BASE(&self->c, 0, start, half);
-	ASSERT_DEV_THP(&self->c, 0, b->ptr + DM_THP_SIZE, 1);
-	ASSERT_DEV_BASE(&self->c, 0, b->ptr + 2 * DM_THP_SIZE, half);
-	/* Outside the range: untouched, in system memory. */
-	ASSERT_ON_SYS(&self->c, 0, b->ptr, half);
-	ASSERT_ON_SYS(&self->c, 0, b->ptr + 5 * DM_ONEMB, half);
-	if (split0 >= 0)
-		ASSERT_LE(split0 + 2, vmstat_get("thp_split_pmd"));
-
-	ASSERT_EQ(0, dm_stats_reset(fd));
-	ASSERT_EQ(0, dm_to_sys(fd, b->ptr, dm_npages(size), &cmd));
-	ASSERT_EQ(2 * DM_THP_PAGES, cmd.cpages);
-	DM_STATS(&self->c, 0, st);
-	SKIP_IF_REAL_ALLOC_FAIL(st);
-	ASSERT_EQ(1, st.thp_to_sys);
-	ASSERT_EQ(2 * half, st.base_to_sys);
-	ASSERT_ON_SYS(&self->c, 0, b->ptr, dm_npages(size));
-	ASSERT_DATA(b->ptr, size, 8);
 }
 
 /*
@@ -462,24 +301,12 @@ TEST_F(thp, migrate_two_devices)
 {
 	struct dmirror_thp_stats s0, s1;
 	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *a = DM_BUF(&self->c, DM_THP_SIZE, RW, DM_THP_ON);
-	struct dm_buf *b = DM_BUF(&self->c, DM_THP_SIZE, RW, DM_THP_ON);
+	struct dm_buf *a = DM_FILLED_BUF(&self->c, DM_THP_SIZE, true, 9);
+	struct dm_buf *b = DM_FILLED_BUF(&self->c, DM_THP_SIZE, true, 10);
 	int fd0 = self->c.fd[0], fd1 = self->c.fd[1];
 
-	dm_fill(a->ptr, DM_THP_SIZE, 9);
-	dm_fill(b->ptr, DM_THP_SIZE, 10);
-	REQUIRE_SYS_THP(a->ptr, 1);
-	REQUIRE_SYS_THP(b->ptr, 1);
-
-	ASSERT_EQ(0, dm_to_dev(fd0, a->ptr, DM_THP_PAGES, a->mirror, &cmd));
-	ASSERT_EQ(0, dm_to_dev(fd1, b->ptr, DM_THP_PAGES, b->mirror, &cmd));
-	DM_STATS(&self->c, 0, s0);
-	DM_STATS(&self->c, 1, s1);
-	ASSERT_EQ(1, s0.thp_to_dev);
-	ASSERT_EQ(1, s1.thp_to_dev);
-	ASSERT_EQ(0, s0.base_to_dev + s1.base_to_dev);
-	ASSERT_DEV_THP(&self->c, 0, a->ptr, 1);
-	ASSERT_DEV_THP(&self->c, 1, b->ptr, 1);
+	DM_MIGRATE_PROVE(&self->c, 0, a, true);
+	DM_MIGRATE_PROVE(&self->c, 1, b, true);
 	ASSERT_EQ(0, dm_snap_local(fd1, a->ptr, DM_THP_PAGES));
 	ASSERT_EQ(0, dm_snap_local(fd0, b->ptr, DM_THP_PAGES));
 	ASSERT_DATA(a->mirror, DM_THP_SIZE, 9);
@@ -502,105 +329,6 @@ TEST_F(thp, migrate_two_devices)
 	ASSERT_ON_SYS(&self->c, 1, b->ptr, DM_THP_PAGES);
 	ASSERT_DATA(a->ptr, DM_THP_SIZE, 9);
 	ASSERT_DATA(b->ptr, DM_THP_SIZE, 10);
-}
-
-/*
- * The way back, as a matrix.  One body: migrate a THP or 4K-page buffer to
- * the device, optionally arm FAIL_ALLOC, bring it back through the ioctl
- * or through CPU faults, and check data, counters and what it came back as.
- */
-DM_FIXTURE(back);
-
-FIXTURE_VARIANT(back)
-{
-	bool thp;
-	bool by_fault;
-	bool fail_alloc;
-};
-
-#define BACK_VARIANT(name, t, f, fa)					\
-	FIXTURE_VARIANT_ADD(back, name) {				\
-		.thp = t, .by_fault = f, .fail_alloc = fa,		\
-	}
-BACK_VARIANT(thp_ioctl, true, false, false);
-BACK_VARIANT(thp_ioctl_fail_alloc, true, false, true);
-BACK_VARIANT(thp_fault, true, true, false);
-BACK_VARIANT(thp_fault_fail_alloc, true, true, true);
-BACK_VARIANT(base_ioctl, false, false, false);
-BACK_VARIANT(base_ioctl_fail_alloc, false, false, true);
-BACK_VARIANT(base_fault, false, true, false);
-BACK_VARIANT(base_fault_fail_alloc, false, true, true);
-
-TEST_F(back, migrate_back)
-{
-	struct dmirror_thp_stats st;
-	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_BUF(&self->c, DM_THP_SIZE, RW,
-				  variant->thp ? DM_THP_ON : DM_THP_OFF);
-	int fd = self->c.fd[0];
-
-	dm_fill(b->ptr, DM_THP_SIZE, 11);
-	if (variant->thp)
-		REQUIRE_SYS_THP(b->ptr, 1);
-	else
-		ASSERT_EQ(0, smaps_anon_huge_kb(b->ptr));
-
-	ASSERT_EQ(0, dm_to_dev(fd, b->ptr, DM_THP_PAGES, b->mirror, &cmd));
-	DM_STATS(&self->c, 0, st);
-	if (variant->thp) {
-		ASSERT_EQ(1, st.thp_to_dev);
-		ASSERT_EQ(0, st.base_to_dev);
-		ASSERT_DEV_THP(&self->c, 0, b->ptr, 1);
-	} else {
-		ASSERT_EQ(0, st.thp_to_dev);
-		ASSERT_EQ(DM_THP_PAGES, st.base_to_dev);
-		ASSERT_DEV_BASE(&self->c, 0, b->ptr, DM_THP_PAGES);
-	}
-	ASSERT_EQ(DM_THP_PAGES, dm_snap_local_write(fd, b->ptr, DM_THP_PAGES));
-	ASSERT_DATA(b->mirror, DM_THP_SIZE, 11);
-
-	ASSERT_EQ(0, dm_stats_reset(fd));
-	if (variant->fail_alloc)
-		ASSERT_EQ(0, dm_set_flags(fd, HMM_DMIRROR_FLAG_FAIL_ALLOC));
-	if (variant->by_fault) {
-		ASSERT_DATA(b->ptr, DM_THP_SIZE, 11);
-	} else {
-		ASSERT_EQ(0, dm_to_sys(fd, b->ptr, DM_THP_PAGES, &cmd));
-		ASSERT_EQ(DM_THP_PAGES, cmd.cpages);
-	}
-	DM_STATS(&self->c, 0, st);
-	dm_stats_print("back", &st);
-	ASSERT_EQ(variant->by_fault ? (variant->thp ? 1 : DM_THP_PAGES) : 0,
-		  st.cpu_faults);
-	if (variant->thp && variant->fail_alloc) {
-		ASSERT_EQ(1, st.alloc_fail_inject);
-		ASSERT_EQ(0, st.thp_to_sys);
-		ASSERT_EQ(DM_THP_PAGES, st.base_to_sys);
-		ASSERT_EQ(1, variant->by_fault ? st.split_fault : st.split_migrate);
-		ASSERT_EQ(0, smaps_anon_huge_kb(b->ptr));
-	} else if (variant->thp) {
-		SKIP_IF_REAL_ALLOC_FAIL(st);
-		ASSERT_EQ(0, st.alloc_fail_inject);
-		ASSERT_EQ(1, st.thp_to_sys);
-		ASSERT_EQ(0, st.base_to_sys);
-		ASSERT_EQ(0, st.split_fault + st.split_migrate);
-		/* Back as a THP again. */
-		ASSERT_TRUE(dm_is_sys_thp(b->ptr, 1));
-	} else {
-		/* No PMD-order allocation on the 4K path: the flag must not fire. */
-		ASSERT_EQ(0, st.alloc_fail_inject);
-		ASSERT_EQ(0, st.thp_to_sys);
-		ASSERT_EQ(DM_THP_PAGES, st.base_to_sys);
-		ASSERT_EQ(0, smaps_anon_huge_kb(b->ptr));
-		ASSERT_EQ(0, dm_set_flags(fd, 0));
-	}
-	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
-	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
-	ASSERT_DATA(b->ptr, DM_THP_SIZE, 11);
-	/* And the device reads the same data from system memory. */
-	memset(b->mirror, 0xA5, DM_THP_SIZE);
-	ASSERT_EQ(0, dm_read(fd, b->ptr, DM_THP_PAGES, b->mirror, &cmd));
-	ASSERT_DATA(b->mirror, DM_THP_SIZE, 11);
 }
 
 TEST_HARNESS_MAIN

@@ -250,18 +250,43 @@ static inline int dm_run_child(int (*fn)(void *), void *arg, int timeout_s)
 	ASSERT_PM_PRESENT((addr), (npages), (npages));			\
 } while (0)
 
+/*
+ * /proc/vmstat's THP split counters: the kernel's own witness that a move
+ * was whole (neither moved) or that a split was forced (one of them did).
+ */
+struct dm_splits {
+	long pmd, page;
+};
+
+#define DM_SPLITS() ({							\
+	struct dm_splits __s = { vmstat_get("thp_split_pmd"),		\
+				 vmstat_get("thp_split_page") };		\
+	ASSERT_LE(0, __s.pmd) TH_LOG("no thp_* events in /proc/vmstat");	\
+	__s; })
+
+#define ASSERT_NO_SPLIT(s0) do {					\
+	ASSERT_EQ((s0).pmd, vmstat_get("thp_split_pmd"));		\
+	ASSERT_EQ((s0).page, vmstat_get("thp_split_page"));		\
+} while (0)
+
+#define ASSERT_SPLIT(s0)						\
+	ASSERT_LT((s0).pmd + (s0).page,					\
+		  vmstat_get("thp_split_pmd") + vmstat_get("thp_split_page"))
+
 #define ASSERT_DATA(p, size, seed) ASSERT_EQ(-1, dm_verify((p), (size), (seed)))
 #define ASSERT_ZERO(p, size) ASSERT_EQ(-1, dm_verify_zero((p), (size)))
 
 /*
  * Reset the counters of device dev, migrate all of b to it and prove that
- * it moved as THPs (thp) or as base pages; the counters are reset again
- * afterwards, so what the test asserts next is about its next step only.
+ * it moved as THPs (thp: and /proc/vmstat saw no split) or as base pages;
+ * the counters are reset again afterwards, so what the test asserts next
+ * is about its next step only.
  */
 #define DM_MIGRATE_PROVE(c, dev, b, thp) do {				\
 	struct dmirror_thp_stats __st;					\
 	struct hmm_dmirror_cmd __cmd;					\
 	size_t __np = dm_npages((b)->size);				\
+	struct dm_splits __s0 = DM_SPLITS();				\
 	ASSERT_EQ(0, dm_stats_reset((c)->fd[dev]));			\
 	ASSERT_EQ(0, dm_to_dev((c)->fd[dev], (b)->ptr, __np, (b)->mirror, &__cmd)); \
 	ASSERT_EQ(0, dm_stats((c)->fd[dev], &__st));			\
@@ -269,6 +294,7 @@ static inline int dm_run_child(int (*fn)(void *), void *arg, int timeout_s)
 		ASSERT_EQ(__np / DM_THP_PAGES, __st.thp_to_dev);	\
 		ASSERT_EQ(0, __st.base_to_dev);				\
 		ASSERT_DEV_THP(c, dev, (b)->ptr, __np / DM_THP_PAGES);	\
+		ASSERT_NO_SPLIT(__s0);					\
 	} else {							\
 		ASSERT_EQ(0, __st.thp_to_dev);				\
 		ASSERT_EQ(__np, __st.base_to_dev);			\
