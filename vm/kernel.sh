@@ -24,17 +24,19 @@ if [ "$(cat "$KBUILD/.dmirror-config" 2>/dev/null)" != "$key" ]; then
 	(cd "$KBUILD" && "$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KBUILD" \
 		"$KBUILD/.config" $frags >/dev/null)
 	"${KMAKE[@]}" olddefconfig >/dev/null
-	# Every option of the fragments must have survived olddefconfig.
+	# Every option of the fragments must have survived olddefconfig; a
+	# later fragment overrides an earlier one.
 	bad=
-	for f in $frags; do
-		while IFS= read -r l; do
-			case $l in
-			CONFIG_*=n) ! grep -q "^${l%=n}=[ym]" "$KBUILD/.config" ||
-					bad="$bad $l" ;;
-			CONFIG_*) grep -qx "$l" "$KBUILD/.config" || bad="$bad $l" ;;
-			esac
-		done < "$f"
-	done
+	# shellcheck disable=SC2086
+	while IFS= read -r l; do
+		case $l in
+		CONFIG_*=n) ! grep -q "^${l%=n}=[ym]" "$KBUILD/.config" ||
+				bad="$bad $l" ;;
+		CONFIG_*) grep -qx "$l" "$KBUILD/.config" || bad="$bad $l" ;;
+		esac
+	done < <(cat $frags | grep '^CONFIG_' |
+		 awk -F= '{ v[$1] = $0; if (!($1 in o)) o[$1] = n++ }
+			  END { for (k in v) print o[k], v[k] }' | sort -n | cut -d' ' -f2-)
 	[ -z "$bad" ] || die "kernel config lost:$bad"
 	echo "$key" > "$KBUILD/.dmirror-config"
 fi
