@@ -19,6 +19,12 @@
  *
  * -T fails the run unless the device moved at least one THP whole in each
  * direction (for guests with memory to spare for THPs).
+ *
+ * A run fails for a mismatch, an undocumented errno, a worker that is still
+ * inside an operation 30 s after the end (its kernel stack is printed), a
+ * worker that did fewer than a tenth of the median worker's operations,
+ * and device READs that failed for memory while no fault was injected
+ * (/proc/self/make-it-fail): each such READ is a verification not done.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,11 +42,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dmirror_thp_uapi.h"
+#include "dmirror_thp_helpers.h"
 
-#define PAGE		4096UL
-#define THP		(2UL << 20)
-#define NPAGES		(THP / PAGE)
+#define PAGE		DM_PAGE_SIZE
+#define THP		DM_THP_SIZE
+#define NPAGES		DM_THP_PAGES
 #define MAX_REGIONS	16
 
 enum op {
@@ -89,9 +95,15 @@ struct worker {
 	uint64_t *buf;		/* the device's side of READ and WRITE */
 	uint64_t ops[OP_NR];
 	uint64_t soft_errors;	/* ENOMEM / EBUSY: allowed under pressure */
+	uint64_t read_skips;	/* device READs that failed for memory */
 	uint64_t bytes_verified;
 	uint64_t mismatches;
 	unsigned long first, n;	/* the range of the current operation */
+	/* What it is doing, for the report at the end (-1: between ops). */
+	volatile int cur_op;
+	volatile double op_start;
+	pid_t tid;
+	volatile bool done;
 	char failure[512];
 };
 
@@ -102,11 +114,13 @@ static volatile int stop;
 
 /*
  * Under fault injection a VMA operation may fail with ENOMEM, and then it
- * changed nothing: count it and try again (bounded).
+ * changed nothing: count it and try again, for 10 s at most.  A failure
+ * that outlasts that is reported with its errno, not spun on silently.
  */
 #define RETRY_ENOMEM(w, expr) ({					\
-	int __r, __n = 0;						\
-	while ((__r = (expr)) && errno == ENOMEM && __n++ < 100000)	\
+	double __end = dm_now() + 10;					\
+	int __r;							\
+	while ((__r = (expr)) && errno == ENOMEM && dm_now() < __end)	\
 		(w)->soft_errors++;					\
 	__r;								\
 })
@@ -181,12 +195,17 @@ static int dmirror(struct worker *w, unsigned long req, void *addr,
 	return 0;
 }
 
-/* Verify through the device: it reads device pages in place. */
+/*
+ * Verify through the device: it reads device pages in place.  A READ that
+ * fails for memory verifies nothing: counted, and judged at the end.
+ */
 static int verify_device(struct worker *w, int r)
 {
 	unsigned long p;
 	int ret = dmirror(w, HMM_DMIRROR_READ, w->region[r].addr, NPAGES);
 
+	if (ret > 0)
+		w->read_skips++;
 	if (ret)
 		return ret < 0 ? -1 : 0;
 	for (p = 0; p < NPAGES; p++)
@@ -221,18 +240,18 @@ static void write_pages(struct worker *w, int r, unsigned long first,
 	}
 }
 
+/* A 2 MB-aligned, THP-advised region of its own. */
 static char *map_thp(void)
 {
-	char *raw = mmap(NULL, 2 * THP, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char *addr;
+	void *res;
+	size_t res_len;
+	char *addr = dm_reserve_aligned(THP, &res, &res_len);
 
-	if (raw == MAP_FAILED)
+	if (!addr)
 		return NULL;
-	addr = (char *)(((uintptr_t)raw + THP - 1) & ~(THP - 1));
-	if (addr > raw)
-		munmap(raw, addr - raw);
-	munmap(addr + THP, raw + THP - addr);
+	if (mmap(addr, THP, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return NULL;
 	madvise(addr, THP, MADV_HUGEPAGE);
 	return addr;
 }
@@ -330,6 +349,8 @@ static int one_op(struct worker *w)
 	w->ops[op]++;
 	w->first = 0;
 	w->n = NPAGES;
+	w->op_start = dm_now();
+	w->cur_op = op;
 	switch (op) {
 	case OP_TO_DEV:
 		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_DEV, rg->addr, NPAGES);
@@ -442,25 +463,25 @@ static int one_op(struct worker *w)
 		break;
 	}
 	history_add(rg, op, w->first, w->n);
-	if (ret < 0)
-		return -1;
-	/* Every operation ends with a full check, mostly through the device. */
-	ret = rnd(w) % 4 ? verify_device(w, r) : verify_cpu(w, r);
-	if (ret && w->mismatches)
-		history_report(w, rg);
-	return ret;
+	if (ret >= 0) {
+		/* Every operation ends with a full check, mostly by the device. */
+		ret = rnd(w) % 4 ? verify_device(w, r) : verify_cpu(w, r);
+		if (ret && w->mismatches)
+			history_report(w, rg);
+	}
+	w->cur_op = -1;
+	return ret < 0 ? -1 : 0;
 }
 
-static void *worker_main(void *arg)
+static void worker_run(struct worker *w)
 {
-	struct worker *w = arg;
 	int r;
 
 	for (r = 0; r < nr_regions; r++) {
 		w->region[r].addr = map_thp();
 		if (!w->region[r].addr) {
 			snprintf(w->failure, sizeof(w->failure), "mmap failed");
-			return NULL;
+			return;
 		}
 		write_pages(w, r, 0, NPAGES);
 	}
@@ -470,41 +491,42 @@ static void *worker_main(void *arg)
 	for (r = 0; r < nr_regions; r++)
 		if (!w->failure[0] && verify_cpu(w, r) == 0)
 			munmap(w->region[r].addr, THP);
-	return NULL;
 }
 
-static int read_stats(int fd, struct dmirror_thp_stats *st)
+static void *worker_main(void *arg)
 {
-	memset(st, 0, sizeof(*st));
-	st->version = DMIRROR_THP_STATS_VERSION;
-	st->size = sizeof(*st);
-	return ioctl(fd, HMM_DMIRROR_STATS, st);
+	struct worker *w = arg;
+
+	w->tid = gettid();
+	worker_run(w);
+	w->done = true;
+	return NULL;
 }
 
 /*
  * After the workers unmapped their regions, the device holds what it held
- * before the run, and free + resident == capacity.
+ * before the run, and its pools balance.
  */
 static int pools_balanced(int fd, const struct dmirror_thp_stats *before,
 			  char *why, size_t len)
 {
 	struct dmirror_thp_stats st;
-	unsigned long long free;
+	int ret = dm_stats(fd, &st);
 
-	if (read_stats(fd, &st)) {
-		snprintf(why, len, "HMM_DMIRROR_STATS: %s", strerror(errno));
+	if (ret) {
+		snprintf(why, len, "HMM_DMIRROR_STATS: %s", strerror(-ret));
 		return 0;
 	}
-	free = st.free_pages + st.free_folios * NPAGES;
 	snprintf(why, len,
-		 "resident %llu (before %llu), free %llu + resident = %llu, capacity %llu, evicted %llu",
+		 "resident %llu (before %llu), free pages %llu + folios %llu, capacity %llu, evicted %llu",
 		 (unsigned long long)st.resident_pages,
-		 (unsigned long long)before->resident_pages, free,
-		 free + st.resident_pages,
+		 (unsigned long long)before->resident_pages,
+		 (unsigned long long)st.free_pages,
+		 (unsigned long long)st.free_folios,
 		 (unsigned long long)st.capacity_pages,
 		 (unsigned long long)st.evicted_pages);
 	return st.resident_pages == before->resident_pages &&
-	       free + st.resident_pages == st.capacity_pages;
+	       dm_pool_balanced(&st);
 }
 
 /*
@@ -515,7 +537,7 @@ static int print_counters(int fd, const struct dmirror_thp_stats *before)
 {
 	struct dmirror_thp_stats st;
 
-	if (read_stats(fd, &st))
+	if (dm_stats(fd, &st))
 		return -1;
 #define DELTA(f) ((unsigned long long)(st.f - before->f))
 	printf("# device: thp_to_dev %llu, base_to_dev %llu, thp_to_sys %llu, base_to_sys %llu\n",
@@ -540,12 +562,94 @@ static void usage(const char *prog)
 	exit(2);
 }
 
+/* This task is under fault injection (fail_page_alloc, failslab). */
+static bool faults_injected(void)
+{
+	FILE *f = fopen("/proc/self/make-it-fail", "re");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+static uint64_t worker_ops(const struct worker *w)
+{
+	uint64_t n = 0;
+	int j;
+
+	for (j = 0; j < OP_NR; j++)
+		n += w->ops[j];
+	return n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The least a worker must have done: a tenth of the median worker's
+ * operations, and at least one.  A worker below it made no progress for
+ * most of the run: stuck, or spinning on a failure.
+ */
+static uint64_t ops_floor(const struct worker *workers, int n)
+{
+	uint64_t *v = calloc(n, sizeof(*v)), f;
+	int i;
+
+	if (!v)
+		return 1;
+	for (i = 0; i < n; i++)
+		v[i] = worker_ops(&workers[i]);
+	qsort(v, n, sizeof(*v), cmp_u64);
+	f = v[n / 2] / 10;
+	free(v);
+	return f ? f : 1;
+}
+
+/* Print a stuck worker's kernel stack, if the kernel lets us read it. */
+static void print_stack(pid_t tid)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stack", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		printf("#   %s", line);
+	fclose(f);
+}
+
+/* Wait for the workers to end: at most 30 s after stop. */
+static void join_workers(struct worker *workers, int n)
+{
+	double end = dm_now() + 30;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		while (!workers[i].done && dm_now() < end)
+			usleep(10000);
+		if (workers[i].done)
+			pthread_join(workers[i].thread, NULL);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t total[OP_NR] = {}, bytes = 0, bad = 0, soft = 0;
+	uint64_t total[OP_NR] = {}, bytes = 0, bad = 0, soft = 0, skips = 0;
 	struct dmirror_thp_stats before;
 	struct worker *workers;
-	int opt, i, j, fd, failed = 0;
+	int opt, i, j, fd, failed = 0, ntest;
+	uint64_t floor;
+	bool injected = faults_injected();
 	char why[256];
 
 	seed = time(NULL);
@@ -577,13 +681,14 @@ int main(int argc, char **argv)
 	    nr_regions < 1 || nr_regions > MAX_REGIONS)
 		usage(argv[0]);
 
-	printf("TAP version 13\n1..%d\n", nr_threads + 2);
-	printf("# hmm-thp-stress: %d threads x %d regions, %d s, seed %#llx, %s\n",
-	       nr_threads, nr_regions, seconds, (unsigned long long)seed, device);
+	printf("TAP version 13\n1..%d\n", nr_threads + 3);
+	printf("# hmm-thp-stress: %d threads x %d regions, %d s, seed %#llx, %s%s\n",
+	       nr_threads, nr_regions, seconds, (unsigned long long)seed, device,
+	       injected ? ", under fault injection" : "");
 	fflush(stdout);
 
 	fd = open(device, O_RDWR);
-	if (fd < 0 || read_stats(fd, &before)) {
+	if (fd < 0 || dm_stats(fd, &before)) {
 		printf("Bail out! %s: %s\n", device, strerror(errno));
 		return 1;
 	}
@@ -594,6 +699,7 @@ int main(int argc, char **argv)
 		struct worker *w = &workers[i];
 
 		w->id = i;
+		w->cur_op = -1;
 		w->rng = seed * 0x9E3779B97F4A7C15ULL + i + 1;
 		w->fd = open(device, O_RDWR);
 		w->buf = mmap(NULL, THP, PROT_READ | PROT_WRITE,
@@ -607,40 +713,72 @@ int main(int argc, char **argv)
 	}
 	sleep(seconds);
 	stop = 1;
+	join_workers(workers, nr_threads);
+	floor = ops_floor(workers, nr_threads);
 	for (i = 0; i < nr_threads; i++) {
 		struct worker *w = &workers[i];
-		uint64_t n = 0;
+		uint64_t n = worker_ops(w);
+		int op = w->cur_op;
 
-		pthread_join(w->thread, NULL);
-		for (j = 0; j < OP_NR; j++) {
+		for (j = 0; j < OP_NR; j++)
 			total[j] += w->ops[j];
-			n += w->ops[j];
-		}
 		bytes += w->bytes_verified;
 		bad += w->mismatches;
 		soft += w->soft_errors;
-		if (w->failure[0]) {
+		skips += w->read_skips;
+		printf("# worker %d: %llu ops, %s", i, (unsigned long long)n,
+		       w->done ? "ended" : "still running");
+		if (op >= 0)
+			printf(", in %s for %.1f s", op_names[op],
+			       dm_now() - w->op_start);
+		printf(", %llu ENOMEM/EBUSY, %llu device reads not done\n",
+		       (unsigned long long)w->soft_errors,
+		       (unsigned long long)w->read_skips);
+		if (!w->done) {
+			failed++;
+			printf("not ok %d worker %d: its last operation (%s) has not returned\n",
+			       i + 1, i, op >= 0 ? op_names[op] : "setup");
+			print_stack(w->tid);
+		} else if (w->failure[0]) {
 			failed++;
 			printf("not ok %d worker %d: %s\n", i + 1, i, w->failure);
+		} else if (n < floor) {
+			failed++;
+			printf("not ok %d worker %d: %llu ops, below the floor of %llu (a tenth of the median)\n",
+			       i + 1, i, (unsigned long long)n,
+			       (unsigned long long)floor);
 		} else {
 			printf("ok %d worker %d: %llu ops, %llu MiB verified\n",
 			       i + 1, i, (unsigned long long)n,
 			       (unsigned long long)(w->bytes_verified >> 20));
 		}
-		close(w->fd);
+		if (w->done)
+			close(w->fd);
 	}
+	ntest = nr_threads + 1;
 	if (pools_balanced(fd, &before, why, sizeof(why))) {
-		printf("ok %d pools balanced: %s\n", nr_threads + 1, why);
+		printf("ok %d pools balanced: %s\n", ntest, why);
 	} else {
 		failed++;
-		printf("not ok %d pools balanced: %s\n", nr_threads + 1, why);
+		printf("not ok %d pools balanced: %s\n", ntest, why);
 	}
+	ntest++;
 	if (print_counters(fd, &before)) {
 		failed++;
-		printf("not ok %d THPs moved whole both ways\n", nr_threads + 2);
+		printf("not ok %d THPs moved whole both ways\n", ntest);
 	} else {
-		printf("ok %d THPs moved whole both ways%s\n", nr_threads + 2,
+		printf("ok %d THPs moved whole both ways%s\n", ntest,
 		       need_thp ? "" : " # SKIP not required (no -T)");
+	}
+	ntest++;
+	/* A device READ that failed for memory verified nothing. */
+	if (skips && !injected) {
+		failed++;
+		printf("not ok %d every device read verified: %llu failed for memory with no fault injected\n",
+		       ntest, (unsigned long long)skips);
+	} else {
+		printf("ok %d every device read verified or explained: %llu failed under fault injection\n",
+		       ntest, (unsigned long long)skips);
 	}
 	close(fd);
 	for (j = 0; j < OP_NR; j++)
@@ -649,5 +787,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)bytes, (unsigned long long)(bytes >> 20),
 	       (unsigned long long)bad, (unsigned long long)soft,
 	       (unsigned long long)seed);
-	return failed ? 1 : 0;
+	fflush(stdout);
+	/* A worker stuck in the kernel cannot be joined: leave without it. */
+	_exit(failed ? 1 : 0);
 }
