@@ -19,17 +19,25 @@ printf 'root:x:0:\nnogroup:x:65534:\n' > "$R/etc/group"
 cp "$TOP/vm/init" "$R/init"
 chmod 755 "$R/init"
 cp "$TOP"/vm/plans/* "$R/plans/"
-for ko in "$KBUILD/lib/test_hmm.ko" "$KBUILD/drivers/misc/lkdtm/lkdtm.ko" \
-	  "$STAGE/mod/module/dmirror-thp.ko"; do
-	[ -f "$ko" ] && cp "$ko" "$R/lib/modules/"
-done
+# The stock image needs only the tree's modules and hmm-tests; every other
+# image needs all of them.  A missing piece is an error here, not a skip
+# (or a confusing failure) in the guest.
 T=$STAGE/tests
-[ -x "$T/hmm-tests" ] && cp "$T/hmm-tests" "$R/bin/"
-if [ "${1:-}" != stock ] && [ -d "$T/selftests" ]; then
+kos="$KBUILD/lib/test_hmm.ko $KBUILD/drivers/misc/lkdtm/lkdtm.ko"
+[ "${1:-}" = stock ] || kos="$kos $STAGE/mod/module/dmirror-thp.ko"
+for ko in $kos; do
+	[ -f "$ko" ] || die "no $ko: run 'make module' (or 'make kernel')"
+	cp "$ko" "$R/lib/modules/"
+done
+[ -x "$T/hmm-tests" ] || die "no $T/hmm-tests: run 'make tests'"
+cp "$T/hmm-tests" "$R/bin/"
+if [ "${1:-}" != stock ]; then
 	for p in $(make -s -C "$TOP/selftests" list-tests); do
+		[ -x "$T/selftests/$p" ] || die "no $T/selftests/$p: run 'make tests'"
 		cp "$T/selftests/$p" "$R/selftests/"
 	done
-	for p in $(make -s -C "$TOP/selftests" list-tools 2>/dev/null); do
+	for p in $(make -s -C "$TOP/selftests" list-tools); do
+		[ -x "$T/selftests/$p" ] || die "no $T/selftests/$p: run 'make tests'"
 		cp "$T/selftests/$p" "$R/bin/"
 	done
 fi
