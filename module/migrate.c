@@ -94,6 +94,18 @@ static bool dmirror_alloc_dev_thp(struct dmirror_migrate_ctx *ctx,
 	return true;
 }
 
+/* Give back the @nr locked destination pages of @dst and clear them. */
+static void dmirror_dst_release(unsigned long *dst, unsigned long nr)
+{
+	while (nr--) {
+		struct page *page = migrate_pfn_to_page(dst[nr]);
+
+		unlock_page(page);
+		put_page(page);
+		dst[nr] = 0;
+	}
+}
+
 /* Answer @nr entries with base device pages; all or nothing. */
 static void dmirror_alloc_dev_base(struct dmirror_device *mdevice,
 				   unsigned long *dst, unsigned long nr,
@@ -111,13 +123,7 @@ static void dmirror_alloc_dev_base(struct dmirror_device *mdevice,
 	return;
 
 undo:
-	while (i--) {
-		struct page *dpage = migrate_pfn_to_page(dst[i]);
-
-		unlock_page(dpage);
-		put_page(dpage);
-		dst[i] = 0;
-	}
+	dmirror_dst_release(dst, i);
 }
 
 /*
@@ -293,13 +299,7 @@ static int dmirror_alloc_sys_base(struct vm_area_struct *vma,
 	return 0;
 
 undo:
-	while (i--) {
-		struct page *page = migrate_pfn_to_page(dst[i]);
-
-		unlock_page(page);
-		put_page(page);
-		dst[i] = 0;
-	}
+	dmirror_dst_release(dst, i);
 	return -ENOMEM;
 }
 

@@ -606,6 +606,7 @@ static int dmirror_check_vmas(struct mm_struct *mm, unsigned long start,
 	struct vm_area_struct *vma;
 	unsigned long addr;
 
+	mmap_assert_locked(mm);
 	for (addr = start; addr < end; addr = vma->vm_end) {
 		vma = vma_lookup(mm, addr);
 		if (!vma)

@@ -18,8 +18,8 @@
  * device folio, then once with a NULL tail.  The backing store is addressed
  * by device pfn (see devmem.c); the callback splits the block that backs the
  * folio, if it is one, points the new folio's zone_device_data at its chunk,
- * and counts the split.  It runs with IRQs off and spinlocks held: it
- * neither sleeps nor allocates.
+ * and counts the split.  The per-folio calls run with IRQs off and
+ * spinlocks held: it neither sleeps nor allocates.
  *
  * page_free: the folio goes back to the allocator.
  */
@@ -47,6 +47,7 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 	unsigned long nr = 1;
 	vm_fault_t ret = 0;
 
+	assert_fault_locked(vmf);
 	dmirror_count(mdevice, DSTAT_CPU_FAULTS, 1);
 	dmirror_clock_start(&ctx, HMM_DMIRROR_PATH_FAULT);
 
@@ -95,6 +96,7 @@ static void dmirror_folio_split(struct folio *head, struct folio *tail)
 		dmirror_count(chunk->mdevice, DSTAT_SPLIT_CALLBACK, 1);
 		return;
 	}
+	lockdep_assert_irqs_disabled();
 	/* The first new folio: the head still has its old order. */
 	dmirror_backing_split(folio_page(head, 0));
 	folio_set_zone_device_data(tail, chunk);

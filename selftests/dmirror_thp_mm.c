@@ -697,16 +697,13 @@ FIXTURE_TEARDOWN(mmop) { dm_ctx_teardown(_metadata, &self->c); }
 
 FIXTURE_VARIANT(mmop) { struct mm_op op; };
 
-#define MMOP(name, n, a, s)						\
+#define MMOP_VARIANT(name, prep, n, a, s)				\
 	FIXTURE_VARIANT_ADD(mmop, name) {				\
-		.op = { .need = (n), .run = op_##name, .after = (a),	\
-			.split_pmds = (s) },				\
+		.op = { .need = (n), .prepare = (prep), .run = op_##name, \
+			.after = (a), .split_pmds = (s) },		\
 	}
-#define MMOP_PREP(name, n, a, s)					\
-	FIXTURE_VARIANT_ADD(mmop, name) {				\
-		.op = { .need = (n), .prepare = prep_##name,		\
-			.run = op_##name, .after = (a), .split_pmds = (s) }, \
-	}
+#define MMOP(name, n, a, s)		MMOP_VARIANT(name, NULL, n, a, s)
+#define MMOP_PREP(name, n, a, s)	MMOP_VARIANT(name, prep_##name, n, a, s)
 
 MMOP(mbind_move, NEED_NODE1, DEV_PMD, 0);
 MMOP(mbind_strict, NEED_NODE1, DEV_PMD, 0);
