@@ -21,23 +21,16 @@
 #include "dmirror.h"
 
 /*
- * One batch: eight words into registers, then out.  Written out by hand so
- * that the compiler keeps them in registers, as copy_page_regs() does.
+ * @op on eight words w0..w7 and (p)[i..i+7]: a batch is one load of eight
+ * words into registers, then one store.  Written out by hand so that the
+ * compiler keeps them in registers, as copy_page_regs() does.
  */
-#define DMIRROR_LOAD8(w, src, i, load)					\
+#define DMIRROR_EACH8(op, w, p, i)					\
 	do {								\
-		load(w##0, (src) + (i) + 0); load(w##1, (src) + (i) + 1); \
-		load(w##2, (src) + (i) + 2); load(w##3, (src) + (i) + 3); \
-		load(w##4, (src) + (i) + 4); load(w##5, (src) + (i) + 5); \
-		load(w##6, (src) + (i) + 6); load(w##7, (src) + (i) + 7); \
-	} while (0)
-
-#define DMIRROR_STORE8(w, dst, i, store)				\
-	do {								\
-		store(w##0, (dst) + (i) + 0); store(w##1, (dst) + (i) + 1); \
-		store(w##2, (dst) + (i) + 2); store(w##3, (dst) + (i) + 3); \
-		store(w##4, (dst) + (i) + 4); store(w##5, (dst) + (i) + 5); \
-		store(w##6, (dst) + (i) + 6); store(w##7, (dst) + (i) + 7); \
+		op(w##0, (p) + (i) + 0); op(w##1, (p) + (i) + 1);	\
+		op(w##2, (p) + (i) + 2); op(w##3, (p) + (i) + 3);	\
+		op(w##4, (p) + (i) + 4); op(w##5, (p) + (i) + 5);	\
+		op(w##6, (p) + (i) + 6); op(w##7, (p) + (i) + 7);	\
 	} while (0)
 
 #define DMIRROR_KLOAD(w, p)		((w) = *(p))
@@ -63,8 +56,8 @@ int dmirror_copy_page_to_user(void __user *to, struct page *page)
 	if (!user_access_begin(to, PAGE_SIZE))
 		goto efault_unmap;
 	for (i = 0; i < PAGE_SIZE / sizeof(u64); i += 8) {
-		DMIRROR_LOAD8(w, from, i, DMIRROR_KLOAD);
-		DMIRROR_STORE8(w, dst, i, DMIRROR_USTORE);
+		DMIRROR_EACH8(DMIRROR_KLOAD, w, from, i);
+		DMIRROR_EACH8(DMIRROR_USTORE, w, dst, i);
 	}
 	user_access_end();
 	kunmap_local(from);
@@ -95,8 +88,8 @@ int dmirror_copy_page_from_user(void *to, const void __user *from)
 	if (!user_access_begin(from, PAGE_SIZE))
 		return -EFAULT;
 	for (i = 0; i < PAGE_SIZE / sizeof(u64); i += 8) {
-		DMIRROR_LOAD8(w, src, i, DMIRROR_ULOAD);
-		DMIRROR_STORE8(w, dst, i, DMIRROR_KSTORE);
+		DMIRROR_EACH8(DMIRROR_ULOAD, w, src, i);
+		DMIRROR_EACH8(DMIRROR_KSTORE, w, dst, i);
 	}
 	user_access_end();
 	return 0;

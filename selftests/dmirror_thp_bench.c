@@ -664,11 +664,43 @@ static void json_summary(FILE *j, const char *key, struct summary s)
 		key, s.med, s.min, s.max);
 }
 
-static int report(const struct opts *o, struct row *rows, FILE *csv, FILE *json)
+/*
+ * One JSON array of objects, written as the report goes: jarr_item() opens
+ * the next object (and returns NULL when there is no JSON output).
+ */
+struct jarr {
+	FILE *f;
+	const char *sep;
+};
+
+static struct jarr jarr_open(FILE *f, const char *key)
 {
-	int first = o->stock ? MODE_4K : MODE_THP;
-	int i, m, k, p, missed = 0, nres = 0;
-	const char *sep = "";
+	if (f)
+		fprintf(f, ",\n  \"%s\": [", key);
+	return (struct jarr){ .f = f, .sep = "" };
+}
+
+static FILE *jarr_item(struct jarr *a)
+{
+	if (!a->f)
+		return NULL;
+	fprintf(a->f, "%s\n    {", a->sep);
+	a->sep = ",";
+	return a->f;
+}
+
+static void jarr_close(struct jarr *a)
+{
+	if (a->f)
+		fprintf(a->f, "\n  ]");
+}
+
+/* The run's metadata and the in-kernel copy ceiling. */
+static void report_head(const struct opts *o, struct row *rows, FILE *json)
+{
+	struct jarr a;
+	FILE *j;
+	int i;
 
 	printf("\n# dmirror-thp-bench: %s, device %d, %d round(s) after %d warm-up; median [min..max], us per 2 MB\n",
 	       o->stock ? "stock test_hmm, 4K only" : "dmirror-thp", o->dev,
@@ -683,38 +715,44 @@ static int report(const struct opts *o, struct row *rows, FILE *csv, FILE *json)
 		       rows[i].size_mb, c.med, c.min, c.max, gibps(c.med),
 		       u.med, u.min, u.max, gibps(u.med));
 	}
+	if (!json)
+		return;
+	fprintf(json, "{\n  \"tool\": \"dmirror-thp-bench\",\n  \"meta\": {");
+	fprintf(json, "\"driver\": \"%s\", \"clocksource\": \"%s\", \"clock_res_ns\": %ld, \"cpu\": \"%s\", \"kernel\": \"%s\"",
+		o->stock ? "test_hmm" : "dmirror-thp", env.clocksource,
+		env.res_ns, env.cpu, env.kernel);
+	for (i = 0; i < o->nmeta; i++) {
+		const char *eq = strchr(o->meta[i], '=');
+
+		fprintf(json, ", \"%.*s\": \"%s\"", (int)(eq - o->meta[i]),
+			o->meta[i], eq + 1);
+	}
+	fprintf(json, "},\n  \"iters\": %d, \"warmup\": %d, \"device\": %d",
+		o->iters, o->warmup, o->dev);
+	a = jarr_open(json, "ceiling_us_per_2mb");
+	for (i = 0; i < o->nsizes; i++) {
+		if (!rows[i].have_ceiling || !(j = jarr_item(&a)))
+			continue;
+		fprintf(j, "\"size_mb\": %zu, ", rows[i].size_mb);
+		json_summary(j, "copy", summarize(rows[i].copy_us, o->iters));
+		fprintf(j, ", ");
+		json_summary(j, "to_user", summarize(rows[i].to_user_us, o->iters));
+		fprintf(j, "}");
+	}
+	jarr_close(&a);
+}
+
+/* Every metric of every size and mode; returns how many were measured. */
+static int report_results(const struct opts *o, struct row *rows, FILE *csv,
+			  FILE *json)
+{
+	int first = o->stock ? MODE_4K : MODE_THP;
+	struct jarr a = jarr_open(json, "results");
+	int i, m, k, nres = 0;
+	FILE *j;
+
 	if (csv)
 		fprintf(csv, "size_mb,mode,metric,median,min,max,unit,iters\n");
-	if (json) {
-		fprintf(json, "{\n  \"tool\": \"dmirror-thp-bench\",\n  \"meta\": {");
-		fprintf(json, "\"driver\": \"%s\", \"clocksource\": \"%s\", \"clock_res_ns\": %ld, \"cpu\": \"%s\", \"kernel\": \"%s\"",
-			o->stock ? "test_hmm" : "dmirror-thp", env.clocksource,
-			env.res_ns, env.cpu, env.kernel);
-		for (i = 0; i < o->nmeta; i++) {
-			const char *eq = strchr(o->meta[i], '=');
-
-			fprintf(json, ", \"%.*s\": \"%s\"", (int)(eq - o->meta[i]),
-				o->meta[i], eq + 1);
-		}
-		fprintf(json, "},\n  \"iters\": %d, \"warmup\": %d, \"device\": %d,\n",
-			o->iters, o->warmup, o->dev);
-		fprintf(json, "  \"ceiling_us_per_2mb\": [");
-		for (i = 0; i < o->nsizes; i++) {
-			if (!rows[i].have_ceiling)
-				continue;
-			fprintf(json, "%s\n    {\"size_mb\": %zu, ", sep,
-				rows[i].size_mb);
-			json_summary(json, "copy", summarize(rows[i].copy_us, o->iters));
-			fprintf(json, ", ");
-			json_summary(json, "to_user",
-				     summarize(rows[i].to_user_us, o->iters));
-			fprintf(json, "}");
-			sep = ",";
-		}
-		fprintf(json, "\n  ],\n  \"results\": [");
-		sep = "";
-	}
-
 	printf("# %-5s %-9s %26s %26s %8s %8s\n", "MB", "metric",
 	       o->stock ? "" : "THP", "4K", o->stock ? "" : "THP/4K",
 	       o->stock ? "" : "ceiling");
@@ -727,28 +765,24 @@ static int report(const struct opts *o, struct row *rows, FILE *csv, FILE *json)
 				const struct result *r = &rw->res[k];
 				struct summary s;
 
-				if (k < first) {
-					printf(" %26s", "");
-					continue;
-				}
-				if (!r->done) {
-					printf(" %26s", "not measured");
+				if (k < first || !r->done) {
+					printf(" %26s", k < first ? "" : "not measured");
 					continue;
 				}
 				s = metric_us(r, m, o->iters);
 				printf(" %8.0f [%7.0f..%7.0f]", s.med, s.min, s.max);
+				nres++;
 				if (csv)
 					fprintf(csv, "%zu,%s,%s,%.6g,%.6g,%.6g,us_per_2MB,%d\n",
 						rw->size_mb, mode_name[k], metric_name[m],
 						s.med, s.min, s.max, o->iters);
-				if (json) {
-					fprintf(json, "%s\n    {\"size_mb\": %zu, \"mode\": \"%s\", \"metric\": \"%s\", \"gib_s\": %.6g, ",
-						sep, rw->size_mb, mode_name[k],
+				j = jarr_item(&a);
+				if (j) {
+					fprintf(j, "\"size_mb\": %zu, \"mode\": \"%s\", \"metric\": \"%s\", \"gib_s\": %.6g, ",
+						rw->size_mb, mode_name[k],
 						metric_name[m], gibps(s.med));
-					json_summary(json, "us_per_2mb", s);
-					fprintf(json, "}");
-					sep = ",";
-					nres++;
+					json_summary(j, "us_per_2mb", s);
+					fprintf(j, "}");
 				}
 			}
 			if (!o->stock && rw->res[MODE_THP].done && rw->res[MODE_4K].done)
@@ -759,100 +793,108 @@ static int report(const struct opts *o, struct row *rows, FILE *csv, FILE *json)
 			printf("\n");
 		}
 	}
-	if (json)
-		fprintf(json, "\n  ]");
+	jarr_close(&a);
+	return nres;
+}
 
-	/* Where the time went, THP and 4K side by side. */
-	if (!o->stock) {
-		printf("\n# phases, us per 2 MB: THP | 4K\n");
-		printf("# %-5s %-7s", "MB", "path");
-		for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
-			printf(" %17s", phase_name[p]);
-		printf("\n");
-		if (json)
-			fprintf(json, ",\n  \"phases_us_per_2mb\": [");
-		sep = "";
-		for (i = 0; i < o->nsizes; i++) {
-			struct row *rw = &rows[i];
-			double n2m = rw->size_mb / 2.0 * o->iters;
+/* Where the time went, THP and 4K side by side. */
+static void report_phases(const struct opts *o, struct row *rows, FILE *json)
+{
+	struct jarr a = jarr_open(json, "phases_us_per_2mb");
+	int i, m, k, p;
+	FILE *j;
 
-			if (!rw->res[MODE_THP].done || !rw->res[MODE_4K].done)
+	printf("\n# phases, us per 2 MB: THP | 4K\n");
+	printf("# %-5s %-7s", "MB", "path");
+	for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
+		printf(" %17s", phase_name[p]);
+	printf("\n");
+	for (i = 0; i < o->nsizes; i++) {
+		struct row *rw = &rows[i];
+		double n2m = rw->size_mb / 2.0 * o->iters;
+
+		if (!rw->res[MODE_THP].done || !rw->res[MODE_4K].done)
+			continue;
+		for (m = 0; m < M_NR; m++) {
+			int path = metric_path[m];
+
+			if (path < 0)
 				continue;
-			for (m = 0; m < M_NR; m++) {
-				int path = metric_path[m];
-
-				if (path < 0)
-					continue;
-				printf("  %-5zu %-7s", rw->size_mb, metric_name[m]);
+			printf("  %-5zu %-7s", rw->size_mb, metric_name[m]);
+			for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
+				printf(" %8.0f |%7.0f",
+				       rw->res[MODE_THP].phase_ns[path][p] / 1e3 / n2m,
+				       rw->res[MODE_4K].phase_ns[path][p] / 1e3 / n2m);
+			printf("\n");
+			for (k = MODE_THP; k < MODE_NR && (j = jarr_item(&a)); k++) {
+				fprintf(j, "\"size_mb\": %zu, \"mode\": \"%s\", \"path\": \"%s\"",
+					rw->size_mb, mode_name[k], metric_name[m]);
 				for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
-					printf(" %8.0f |%7.0f",
-					       rw->res[MODE_THP].phase_ns[path][p] / 1e3 / n2m,
-					       rw->res[MODE_4K].phase_ns[path][p] / 1e3 / n2m);
-				printf("\n");
-				for (k = MODE_THP; json && k < MODE_NR; k++) {
-					fprintf(json, "%s\n    {\"size_mb\": %zu, \"mode\": \"%s\", \"path\": \"%s\"",
-						sep, rw->size_mb, mode_name[k], metric_name[m]);
-					for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
-						fprintf(json, ", \"%s\": %.6g", phase_name[p],
-							rw->res[k].phase_ns[path][p] / 1e3 / n2m);
-					fprintf(json, "}");
-					sep = ",";
-				}
+					fprintf(j, ", \"%s\": %.6g", phase_name[p],
+						rw->res[k].phase_ns[path][p] / 1e3 / n2m);
+				fprintf(j, "}");
 			}
 		}
-		if (json)
-			fprintf(json, "\n  ]");
 	}
+	jarr_close(&a);
+}
 
-	/* The targets. */
-	if (!o->stock) {
-		printf("\n# targets\n");
-		if (json)
-			fprintf(json, ",\n  \"targets\": [");
-		sep = "";
-		for (i = 0; i < o->nsizes; i++) {
-			struct row *rw = &rows[i];
-			size_t t;
-			bool small = rw->size_mb <= 8;
+/* Each target at 2, 8, 64 and 512 MB: met or missed, with the figure. */
+static void report_targets(const struct opts *o, struct row *rows, FILE *json)
+{
+	struct jarr a = jarr_open(json, "targets");
+	int i, missed = 0;
+	FILE *j;
 
-			if (rw->size_mb != 2 && rw->size_mb != 8 &&
-			    rw->size_mb != 64 && rw->size_mb != 512)
+	printf("\n# targets\n");
+	for (i = 0; i < o->nsizes; i++) {
+		struct row *rw = &rows[i];
+		bool small = rw->size_mb <= 8;
+		size_t t;
+
+		if (rw->size_mb != 2 && rw->size_mb != 8 &&
+		    rw->size_mb != 64 && rw->size_mb != 512)
+			continue;
+		for (t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
+			const struct target *tg = &targets[t];
+			bool share = tg->metric < 0;
+			double v;
+			bool met;
+
+			if (tg->small != small)
 				continue;
-			for (t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
-				const struct target *tg = &targets[t];
-				double v;
-				bool met;
-
-				if (tg->small != small)
-					continue;
-				if (!rw->res[MODE_THP].done || !rw->res[MODE_4K].done) {
-					printf("  %-5zu %-44s not measured\n", rw->size_mb, tg->what);
-					missed++;
-					continue;
-				}
-				if (tg->metric < 0) {
-					v = ceiling_share(rw, M_RT, o->iters);
-					met = v >= tg->want;
-					printf("  %-5zu %-44s %-6s %.0f%%\n", rw->size_mb, tg->what,
-					       met ? "met" : "missed", 100 * v);
-				} else {
-					v = ratio(rw, tg->metric, o->iters);
-					met = v >= tg->want;
-					printf("  %-5zu %-44s %-6s %.2fx\n", rw->size_mb, tg->what,
-					       met ? "met" : "missed", v);
-				}
-				missed += !met;
-				if (json) {
-					fprintf(json, "%s\n    {\"size_mb\": %zu, \"target\": \"%s\", \"value\": %.6g, \"met\": %s}",
-						sep, rw->size_mb, tg->what, v,
-						met ? "true" : "false");
-					sep = ",";
-				}
+			if (!rw->res[MODE_THP].done || !rw->res[MODE_4K].done) {
+				printf("  %-5zu %-44s not measured\n", rw->size_mb, tg->what);
+				missed++;
+				continue;
 			}
+			v = share ? ceiling_share(rw, M_RT, o->iters) :
+				    ratio(rw, tg->metric, o->iters);
+			met = v >= tg->want;
+			missed += !met;
+			printf("  %-5zu %-44s %-6s %.*f%s\n", rw->size_mb, tg->what,
+			       met ? "met" : "missed", share ? 0 : 2,
+			       share ? 100 * v : v, share ? "%" : "x");
+			j = jarr_item(&a);
+			if (j)
+				fprintf(j, "\"size_mb\": %zu, \"target\": \"%s\", \"value\": %.6g, \"met\": %s}",
+					rw->size_mb, tg->what, v,
+					met ? "true" : "false");
 		}
-		if (json)
-			fprintf(json, "\n  ]");
-		printf("# %d target(s) missed\n", missed);
+	}
+	jarr_close(&a);
+	printf("# %d target(s) missed\n", missed);
+}
+
+static int report(const struct opts *o, struct row *rows, FILE *csv, FILE *json)
+{
+	int nres;
+
+	report_head(o, rows, json);
+	nres = report_results(o, rows, csv, json);
+	if (!o->stock) {
+		report_phases(o, rows, json);
+		report_targets(o, rows, json);
 	}
 	if (json)
 		fprintf(json, "\n}\n");

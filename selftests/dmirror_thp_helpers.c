@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,28 +124,30 @@ bool dm_pool_balanced(const struct dmirror_thp_stats *st)
 	       st->resident_pages == st->capacity_pages;
 }
 
+/* The counters of struct dmirror_thp_stats, in the order of the struct. */
+#define DM_STAT(f)	{ #f, offsetof(struct dmirror_thp_stats, f) }
+static const struct {
+	const char *name;
+	size_t off;
+} dm_stat_fields[] = {
+	DM_STAT(thp_to_dev), DM_STAT(base_to_dev), DM_STAT(thp_to_sys),
+	DM_STAT(base_to_sys), DM_STAT(split_migrate), DM_STAT(split_fault),
+	DM_STAT(split_callback), DM_STAT(alloc_fail_inject),
+	DM_STAT(alloc_fail_real), DM_STAT(cpu_faults), DM_STAT(evicted_pages),
+	DM_STAT(capacity_pages), DM_STAT(free_folios), DM_STAT(free_pages),
+	DM_STAT(resident_pages),
+};
+
 void dm_stats_print(const char *tag, const struct dmirror_thp_stats *st)
 {
-	fprintf(stderr,
-		"# %s: thp_to_dev %llu base_to_dev %llu thp_to_sys %llu base_to_sys %llu "
-		"split_migrate %llu split_fault %llu split_callback %llu "
-		"inject %llu real %llu cpu_faults %llu evicted %llu | "
-		"capacity %llu free_folios %llu free_pages %llu resident %llu\n",
-		tag, (unsigned long long)st->thp_to_dev,
-		(unsigned long long)st->base_to_dev,
-		(unsigned long long)st->thp_to_sys,
-		(unsigned long long)st->base_to_sys,
-		(unsigned long long)st->split_migrate,
-		(unsigned long long)st->split_fault,
-		(unsigned long long)st->split_callback,
-		(unsigned long long)st->alloc_fail_inject,
-		(unsigned long long)st->alloc_fail_real,
-		(unsigned long long)st->cpu_faults,
-		(unsigned long long)st->evicted_pages,
-		(unsigned long long)st->capacity_pages,
-		(unsigned long long)st->free_folios,
-		(unsigned long long)st->free_pages,
-		(unsigned long long)st->resident_pages);
+	size_t i;
+
+	fprintf(stderr, "# %s:", tag);
+	for (i = 0; i < sizeof(dm_stat_fields) / sizeof(dm_stat_fields[0]); i++)
+		fprintf(stderr, " %s %llu", dm_stat_fields[i].name,
+			*(const unsigned long long *)((const char *)st +
+						      dm_stat_fields[i].off));
+	fprintf(stderr, "\n");
 }
 
 long dm_snap_count(int fd, void *addr, size_t npages, uint8_t mask,

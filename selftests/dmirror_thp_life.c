@@ -593,51 +593,47 @@ FIXTURE_VARIANT(badrange)
 	int exp[OP_NR];
 };
 
-FIXTURE_VARIANT_ADD(badrange, unaligned_addr) {
-	.kind = R_UNALIGNED, .exp = ALL_EINVAL };
-FIXTURE_VARIANT_ADD(badrange, zero_npages) {
-	.kind = R_ZERO, .exp = ALL_EINVAL };
-FIXTURE_VARIANT_ADD(badrange, too_many_npages) {
-	.kind = R_TOO_MANY, .exp = ALL_EINVAL };
-FIXTURE_VARIANT_ADD(badrange, overflowing_range) {
-	.kind = R_OVERFLOW, .exp = ALL_EINVAL };
+#define BADRANGE(name, k, ...)						\
+	FIXTURE_VARIANT_ADD(badrange, name) { .kind = (k), .exp = __VA_ARGS__ }
+
 /*
- * READ and WRITE fault like the CPU: EFAULT.  The migrations and the
- * exclusive commands look at the vmas first: EINVAL.  SNAPSHOT, as the
+ * The expected outcome of each command, in the order of op_name[]:
+ * READ, WRITE, MIGRATE_TO_DEV, MIGRATE_TO_SYS, SNAPSHOT, EXCLUSIVE and
+ * CHECK_EXCLUSIVE.
+ *
+ * A malformed range: every command refuses it before looking at the mm.
+ * Above TASK_SIZE (kernel_addr) is not a user range at all.
+ */
+BADRANGE(unaligned_addr, R_UNALIGNED, ALL_EINVAL);
+BADRANGE(zero_npages, R_ZERO, ALL_EINVAL);
+BADRANGE(too_many_npages, R_TOO_MANY, ALL_EINVAL);
+BADRANGE(overflowing_range, R_OVERFLOW, ALL_EINVAL);
+BADRANGE(kernel_addr, R_KERNEL, ALL_EINVAL);
+
+/*
+ * No vma: READ and WRITE fault like the CPU, EFAULT.  The migrations and
+ * the exclusive commands look at the vmas first: EINVAL.  SNAPSHOT, as the
  * stock hmm-tests (which must pass unchanged) expect, succeeds and reports
  * HMM_DMIRROR_PROT_ERROR for a page with no vma.
  */
-FIXTURE_VARIANT_ADD(badrange, unmapped) {
-	.kind = R_UNMAPPED,
-	.exp = { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL } };
-FIXTURE_VARIANT_ADD(badrange, null_addr) {
-	.kind = R_NULL,
-	.exp = { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL } };
-/* above TASK_SIZE: not a user range at all */
-FIXTURE_VARIANT_ADD(badrange, kernel_addr) {
-	.kind = R_KERNEL, .exp = ALL_EINVAL };
-FIXTURE_VARIANT_ADD(badrange, partly_unmapped) {
-	.kind = R_HALF_UNMAPPED,
-	.exp = { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL } };
-/* as test_hmm: the device faults like the CPU and gets EFAULT */
-FIXTURE_VARIANT_ADD(badrange, prot_none) {
-	.kind = R_PROT_NONE,
-	.exp = { EFAULT, EFAULT, EINVAL, 0, 0, EINVAL, 0 } };
-FIXTURE_VARIANT_ADD(badrange, read_only) {
-	.kind = R_READ_ONLY,
-	.exp = { XP_OK, EPERM, 0, 0, XP_OK, 0, 0 } };
-FIXTURE_VARIANT_ADD(badrange, memfd_shared) {
-	.kind = R_MEMFD_SHARED,
-	.exp = { XP_OK, 0, EINVAL, 0, XP_OK, EINVAL, 0 } };
-FIXTURE_VARIANT_ADD(badrange, memfd_private) {
-	.kind = R_MEMFD_PRIVATE,
-	.exp = { XP_OK, 0, EINVAL, 0, 0, 0, 0 } };
-FIXTURE_VARIANT_ADD(badrange, anon_shared) {
-	.kind = R_ANON_SHARED,
-	.exp = { XP_OK, XP_OK, EINVAL, 0, XP_OK, EINVAL, 0 } };
-FIXTURE_VARIANT_ADD(badrange, hugetlb) {
-	.kind = R_HUGETLB,
-	.exp = { 0, 0, EINVAL, 0, 0, EINVAL, 0 } };
+BADRANGE(unmapped, R_UNMAPPED,
+	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL });
+BADRANGE(null_addr, R_NULL,
+	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL });
+BADRANGE(partly_unmapped, R_HALF_UNMAPPED,
+	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL });
+
+/* Protections: as test_hmm, the device faults like the CPU. */
+BADRANGE(prot_none, R_PROT_NONE, { EFAULT, EFAULT, EINVAL, 0, 0, EINVAL, 0 });
+BADRANGE(read_only, R_READ_ONLY, { XP_OK, EPERM, 0, 0, XP_OK, 0, 0 });
+
+/* Not private anonymous memory: it cannot move to the device. */
+BADRANGE(memfd_shared, R_MEMFD_SHARED,
+	 { XP_OK, 0, EINVAL, 0, XP_OK, EINVAL, 0 });
+BADRANGE(memfd_private, R_MEMFD_PRIVATE, { XP_OK, 0, EINVAL, 0, 0, 0, 0 });
+BADRANGE(anon_shared, R_ANON_SHARED,
+	 { XP_OK, XP_OK, EINVAL, 0, XP_OK, EINVAL, 0 });
+BADRANGE(hugetlb, R_HUGETLB, { 0, 0, EINVAL, 0, 0, EINVAL, 0 });
 
 TEST_F_TIMEOUT(badrange, bad_range, 60)
 {

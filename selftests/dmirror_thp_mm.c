@@ -705,36 +705,54 @@ FIXTURE_VARIANT(mmop) { struct mm_op op; };
 #define MMOP(name, n, a, s)		MMOP_VARIANT(name, NULL, n, a, s)
 #define MMOP_PREP(name, n, a, s)	MMOP_VARIANT(name, prep_##name, n, a, s)
 
+/* NUMA placement: device memory is on no node, the PMDs stay put. */
 MMOP(mbind_move, NEED_NODE1, DEV_PMD, 0);
 MMOP(mbind_strict, NEED_NODE1, DEV_PMD, 0);
 MMOP(migrate_pages, NEED_NODE1, DEV_PMD, 0);
 MMOP(move_pages_query, 0, DEV_PMD, 0);
 MMOP(move_pages_move, NEED_NODE1, DEV_PMD, 0);
+
+/* Reclaim hints: device memory is not on an LRU, nothing changes. */
 MMOP(madv_free, 0, DEV_PMD, 0);
 MMOP(madv_free_half, 0, DEV_PMD, 0);
 MMOP(madv_cold, 0, DEV_PMD, 0);
 MMOP(madv_pageout, NEED_SWAP, DEV_PMD, 0);
+
+/* Fault-in hints: the populating ones bring the THPs back, whole. */
 MMOP(madv_willneed, 0, DEV_PMD, 0);
 MMOP(madv_collapse, 0, DEV_PMD, 0);
 MMOP(madv_populate_read, 0, SYS_THP, 0);
 MMOP(madv_populate_write, 0, SYS_THP, 0);
+
+/* Merging, fork flags, locking (which populates) and protection. */
 MMOP(ksm, NEED_KSM, DEV_PMD, 0);
 MMOP(dontfork, 0, DEV_PMD, 0);
 MMOP(wipeonfork, 0, DEV_PMD, 0);
 MMOP(mlock, 0, SYS_THP, 0);
 MMOP(mprotect_none, 0, DEV_PMD_RO, 0);
 MMOP(mprotect_part, 0, DEV_SPLIT, 2);
+
+/* Reports: they read the PMDs and change nothing. */
 MMOP(mincore, 0, DEV_PMD, 0);
 MMOP(smaps, 0, DEV_PMD, 0);
 MMOP(smaps_rollup, 0, DEV_PMD, 0);
 MMOP(numa_maps, 0, DEV_PMD, 0);
 MMOP(pagemap, 0, DEV_PMD, 0);
+
+/* Another process, or the kernel, reads the data: it comes back whole. */
 MMOP_PREP(proc_mem, 0, SYS_THP, 0);
 MMOP_PREP(process_vm_readv, 0, SYS_THP, 0);
 MMOP(pipe_write, 0, SYS_THP, 0);
+
+/* What the core does to THPs on its own, and userfaultfd. */
 MMOP(split_debugfs, NEED_SPLIT_DBG, DEV_PMD, 0);
 MMOP(numa_balancing, NEED_NUMA_BAL | NEED_NODE1, DEV_PMD, 0);
 MMOP(uffd_move, NEED_UFFD, DEV_PMD, 0);
+
+/*
+ * Write-protection trackers: the PMDs stay, read-only; clear_refs then
+ * writes from the CPU, which brings the THPs back whole.
+ */
 MMOP(uffd_wp_mprotect, NEED_UFFD_WP, DEV_PMD_RO, 0);
 MMOP(pagemap_scan, NEED_UFFD_WP, DEV_PMD_RO, 0);
 MMOP(clear_refs, NEED_SOFT_DIRTY, SYS_THP, 0);

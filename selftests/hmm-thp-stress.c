@@ -257,12 +257,15 @@ static char *map_thp(void)
 }
 
 /* A random sub-range [first, first + n) of a region, in pages. */
-static void subrange(struct worker *w, unsigned long *first, unsigned long *n)
+/* A random run of pages of the region at @base; returns its address. */
+static char *subrange(struct worker *w, char *base, unsigned long *first,
+		      unsigned long *n)
 {
 	*first = rnd(w) % NPAGES;
 	*n = 1 + rnd(w) % (NPAGES - *first);
 	w->first = *first;
 	w->n = *n;
+	return base + *first * PAGE;
 }
 
 static void history_add(struct region *rg, enum op op, unsigned long first,
@@ -297,7 +300,7 @@ static int do_fork(struct worker *w, int r)
 	pid_t pid;
 	int status;
 
-	subrange(w, &first, &n);
+	subrange(w, w->region[r].addr, &first, &n);
 	pid = fork();
 	if (pid < 0) {
 		w->soft_errors++;
@@ -337,6 +340,43 @@ static enum op pick_op(struct worker *w)
 	return op;
 }
 
+/* Record why a VMA operation failed, if it did: the run fails with it. */
+static int failed(struct worker *w, const char *what, int ret)
+{
+	if (!ret)
+		return 0;
+	snprintf(w->failure, sizeof(w->failure), "%s: %s", what,
+		 strerror(errno));
+	return -1;
+}
+
+/* A fresh anonymous mapping over [at, at + len). */
+static int remap(char *at, size_t len)
+{
+	return mmap(at, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+	       MAP_FAILED ? -1 : 0;
+}
+
+/* MADV_DONTNEED, or munmap and map again, a subrange: it reads as zero. */
+static int drop_pages(struct worker *w, struct region *rg, enum op op)
+{
+	unsigned long first, n;
+	char *at = subrange(w, rg->addr, &first, &n);
+	size_t len = n * PAGE;
+
+	if (op == OP_DONTNEED) {
+		if (failed(w, "MADV_DONTNEED",
+			   RETRY_ENOMEM(w, madvise(at, len, MADV_DONTNEED))))
+			return -1;
+	} else if (failed(w, "munmap", RETRY_ENOMEM(w, munmap(at, len))) ||
+		   failed(w, "remap", RETRY_ENOMEM(w, remap(at, len)))) {
+		return -1;
+	}
+	memset(&rg->gen[first], 0, n * sizeof(rg->gen[0]));
+	return 0;
+}
+
 static int one_op(struct worker *w)
 {
 	int r = rnd(w) % nr_regions;
@@ -345,6 +385,7 @@ static int one_op(struct worker *w)
 	unsigned long first, n, p;
 	uint64_t flags;
 	int ret = 0;
+	char *at;
 
 	w->ops[op]++;
 	w->first = 0;
@@ -356,20 +397,20 @@ static int one_op(struct worker *w)
 		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_DEV, rg->addr, NPAGES);
 		break;
 	case OP_READ_FAULT:
-		subrange(w, &first, &n);
+		subrange(w, rg->addr, &first, &n);
 		for (p = first; p < first + n && !ret; p++)
 			ret = check_page(w, (uint64_t *)(rg->addr + p * PAGE),
 					 r, p, "read fault");
 		break;
 	case OP_WRITE_FAULT:
-		subrange(w, &first, &n);
+		subrange(w, rg->addr, &first, &n);
 		write_pages(w, r, first, n);
 		break;
 	case OP_TO_SYS:
 		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_SYS, rg->addr, NPAGES);
 		break;
 	case OP_DEV_WRITE:
-		subrange(w, &first, &n);
+		subrange(w, rg->addr, &first, &n);
 		for (p = first; p < first + n; p++) {
 			uint32_t gen = rg->gen[p] + 1 ? rg->gen[p] + 1 : 1;
 
@@ -390,59 +431,30 @@ static int one_op(struct worker *w)
 		}
 		break;
 	case OP_MUNMAP_REMAP:
-		subrange(w, &first, &n);
-		if (RETRY_ENOMEM(w, munmap(rg->addr + first * PAGE, n * PAGE)) ||
-		    RETRY_ENOMEM(w, mmap(rg->addr + first * PAGE, n * PAGE,
-					 PROT_READ | PROT_WRITE,
-					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-					 -1, 0) == MAP_FAILED ? -1 : 0)) {
-			snprintf(w->failure, sizeof(w->failure),
-				 "munmap/remap: %s", strerror(errno));
+	case OP_DONTNEED:
+		if (drop_pages(w, rg, op))
 			return -1;
-		}
-		memset(&rg->gen[first], 0, n * sizeof(rg->gen[0]));
 		break;
 	case OP_MPROTECT:
-		subrange(w, &first, &n);
-		if (RETRY_ENOMEM(w, mprotect(rg->addr + first * PAGE, n * PAGE,
-					     PROT_READ))) {
-			snprintf(w->failure, sizeof(w->failure),
-				 "mprotect(PROT_READ): %s", strerror(errno));
+		at = subrange(w, rg->addr, &first, &n);
+		if (failed(w, "mprotect(PROT_READ)",
+			   RETRY_ENOMEM(w, mprotect(at, n * PAGE, PROT_READ))))
 			return -1;
-		}
 		for (p = first; p < first + n && !ret; p++)
 			ret = check_page(w, (uint64_t *)(rg->addr + p * PAGE),
 					 r, p, "read-only read");
-		if (RETRY_ENOMEM(w, mprotect(rg->addr + first * PAGE, n * PAGE,
-					     PROT_READ | PROT_WRITE))) {
-			snprintf(w->failure, sizeof(w->failure),
-				 "mprotect(PROT_READ | PROT_WRITE): %s",
-				 strerror(errno));
+		if (failed(w, "mprotect(PROT_READ | PROT_WRITE)",
+			   RETRY_ENOMEM(w, mprotect(at, n * PAGE,
+						    PROT_READ | PROT_WRITE))))
 			return -1;
-		}
-		break;
-	case OP_DONTNEED:
-		subrange(w, &first, &n);
-		if (RETRY_ENOMEM(w, madvise(rg->addr + first * PAGE, n * PAGE,
-					    MADV_DONTNEED))) {
-			snprintf(w->failure, sizeof(w->failure),
-				 "MADV_DONTNEED: %s", strerror(errno));
-			return -1;
-		}
-		memset(&rg->gen[first], 0, n * sizeof(rg->gen[0]));
 		break;
 	case OP_FORK:
 		ret = do_fork(w, r);
 		break;
 	case OP_REFRESH:
 		/* Partial unmaps leave base pages: start over with a THP. */
-		if (RETRY_ENOMEM(w, mmap(rg->addr, THP, PROT_READ | PROT_WRITE,
-					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-					 -1, 0) == MAP_FAILED ? -1 : 0)) {
-			snprintf(w->failure, sizeof(w->failure),
-				 "refresh: %s", strerror(errno));
+		if (failed(w, "refresh", RETRY_ENOMEM(w, remap(rg->addr, THP))))
 			return -1;
-		}
 		madvise(rg->addr, THP, MADV_HUGEPAGE);
 		memset(rg->gen, 0, sizeof(rg->gen));
 		/*

@@ -146,8 +146,21 @@ def console_verdict(run):
     return Test("console: " + reports[0] + more, "fail"), reports
 
 
+# kunit.py stops reading a document at the first line that holds one of
+# these kernel messages (its KTAP_END), wherever it is in the line: the
+# colon that makes them one is written as a dash.
+KTAP_END = re.compile(r"List of all partitions:|Kernel panic - not syncing: VFS:|"
+                      r"reboot: System halted")
+
+
+def ktap_text(text):
+    """Text for a KTAP line that kunit.py reads to its end."""
+    return KTAP_END.sub(lambda m: m.group(0).replace(": ", " - ", 1)
+                        .replace("partitions:", "partitions -"), text)
+
+
 def ktap_name(name):
-    return name.replace("#", "_").strip() or "unnamed"
+    return ktap_text(name.replace("#", "_")).strip() or "unnamed"
 
 
 def write_ktap(path, groups, console, reports):
@@ -159,17 +172,18 @@ def write_ktap(path, groups, console, reports):
                 "    1..%d" % len(g.tests)]
         for i, t in enumerate(g.tests, 1):
             if t.status == "skip":
-                out.append("    ok %d %s # SKIP %s" % (i, ktap_name(t.name), t.reason))
+                out.append("    ok %d %s # SKIP %s" % (i, ktap_name(t.name),
+                                                    ktap_text(t.reason)))
             elif t.status == "pass":
                 out.append("    ok %d %s" % (i, ktap_name(t.name)))
             else:
                 if t.reason:
-                    out.append("    # %s" % t.reason)
+                    out.append("    # %s" % ktap_text(t.reason))
                 out.append("    not ok %d %s" % (i, ktap_name(t.name)))
         failed = any(t.status == "fail" for t in g.tests)
         out.append("%s %d %s" % ("not ok" if failed else "ok", n, ktap_name(g.name)))
     for r in reports[:10]:
-        out.append("# %s" % r)
+        out.append("# %s" % ktap_text(r))
     out.append("%s %d console" % ("ok" if console.status == "pass" else "not ok",
                                   len(groups) + 1))
     with open(path, "w") as f:
