@@ -20,7 +20,8 @@
  * -T fails the run unless the device moved at least one THP whole in each
  * direction (for guests with memory to spare for THPs).
  *
- * A run fails for a mismatch, an undocumented errno, a worker that is still
+ * A run fails for a mismatch, an undocumented errno, a worker that could not
+ * start (its thread, its file or its buffer), a worker that is still
  * inside an operation 30 s after the end (its kernel stack is printed), a
  * worker that did fewer than a tenth of the median worker's operations,
  * and device READs that failed for memory while no fault was injected
@@ -103,6 +104,7 @@ struct worker {
 	volatile int cur_op;
 	volatile double op_start;
 	pid_t tid;
+	bool started;		/* its thread was created */
 	volatile bool done;
 	char failure[512];
 };
@@ -649,9 +651,47 @@ static void join_workers(struct worker *workers, int n)
 	for (i = 0; i < n; i++) {
 		while (!workers[i].done && dm_now() < end)
 			usleep(10000);
-		if (workers[i].done)
+		if (workers[i].done && workers[i].started)
 			pthread_join(workers[i].thread, NULL);
 	}
+}
+
+/*
+ * Open the device, map the bounce buffer and start the thread of @w.  Under
+ * fault injection each of them fails now and then (clone() with EAGAIN or
+ * ENOMEM, most often): retried for 10 s, then the worker fails with the
+ * reason.  A worker that never started must not pass with 0 ops.
+ */
+static void start_worker(struct worker *w)
+{
+	double end = dm_now() + 10;
+	int err;
+
+	w->cur_op = -1;
+	while ((w->fd = open(device, O_RDWR)) < 0 && errno == ENOMEM &&
+	       dm_now() < end)
+		w->soft_errors++;
+	if (w->fd < 0)
+		goto fail;
+	while ((w->buf = mmap(NULL, THP, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED &&
+	       errno == ENOMEM && dm_now() < end)
+		w->soft_errors++;
+	if (w->buf == MAP_FAILED)
+		goto fail;
+	madvise(w->buf, THP, MADV_NOHUGEPAGE);
+	while ((err = pthread_create(&w->thread, NULL, worker_main, w)) &&
+	       (err == EAGAIN || err == ENOMEM) && dm_now() < end)
+		w->soft_errors++;
+	if (!err) {
+		w->started = true;
+		return;
+	}
+	errno = err;
+fail:
+	snprintf(w->failure, sizeof(w->failure), "could not start: %s",
+		 strerror(errno));
+	w->done = true;
 }
 
 int main(int argc, char **argv)
@@ -711,17 +751,8 @@ int main(int argc, char **argv)
 		struct worker *w = &workers[i];
 
 		w->id = i;
-		w->cur_op = -1;
 		w->rng = seed * 0x9E3779B97F4A7C15ULL + i + 1;
-		w->fd = open(device, O_RDWR);
-		w->buf = mmap(NULL, THP, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (w->fd < 0 || w->buf == MAP_FAILED) {
-			printf("Bail out! %s: %s\n", device, strerror(errno));
-			return 1;
-		}
-		madvise(w->buf, THP, MADV_NOHUGEPAGE);
-		pthread_create(&w->thread, NULL, worker_main, w);
+		start_worker(w);
 	}
 	sleep(seconds);
 	stop = 1;
@@ -764,7 +795,7 @@ int main(int argc, char **argv)
 			       i + 1, i, (unsigned long long)n,
 			       (unsigned long long)(w->bytes_verified >> 20));
 		}
-		if (w->done)
+		if (w->done && w->fd >= 0)
 			close(w->fd);
 	}
 	ntest = nr_threads + 1;
