@@ -310,6 +310,19 @@ long vmstat_get(const char *name)
 	return ret;
 }
 
+long vmstat_get_exact(const char *name)
+{
+	int fd = open("/proc/sys/vm/stat_refresh", O_WRONLY | O_CLOEXEC);
+
+	/* Folds the per-CPU deltas into the global counters first. */
+	if (fd >= 0) {
+		if (write(fd, "1", 1) != 1)
+			fprintf(stderr, "stat_refresh: %s\n", strerror(errno));
+		close(fd);
+	}
+	return vmstat_get(name);
+}
+
 bool thp_available(void)
 {
 	char buf[128] = "";

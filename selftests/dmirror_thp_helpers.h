@@ -117,6 +117,8 @@ bool dm_is_sys_thp(void *addr, size_t nthp);
 
 /* A /proc/vmstat counter, or -1 if the kernel has none by that name. */
 long vmstat_get(const char *name);
+/* The same after /proc/sys/vm/stat_refresh: per-CPU drift folded in. */
+long vmstat_get_exact(const char *name);
 /* /sys/kernel/mm/transparent_hugepage/enabled is not [never] */
 bool thp_available(void);
 
