@@ -19,7 +19,8 @@
  * by device pfn (see devmem.c); the callback splits the block that backs the
  * folio, if it is one, points the new folio's zone_device_data at its chunk,
  * and counts the split.  The per-folio calls run with IRQs off and
- * spinlocks held: it neither sleeps nor allocates.
+ * spinlocks held, the last one with the head folio still locked: it
+ * neither sleeps nor allocates.
  *
  * page_free: the folio goes back to the allocator.
  */
@@ -93,6 +94,7 @@ static void dmirror_folio_split(struct folio *head, struct folio *tail)
 	struct dmirror_chunk *chunk = dmirror_page_chunk(folio_page(head, 0));
 
 	if (!tail) {
+		VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(head), head);
 		dmirror_count(chunk->mdevice, DSTAT_SPLIT_CALLBACK, 1);
 		return;
 	}
