@@ -782,6 +782,13 @@ static int report_results(const struct opts *o, struct row *rows, FILE *csv,
 						rw->size_mb, mode_name[k],
 						metric_name[m], gibps(s.med));
 					json_summary(j, "us_per_2mb", s);
+					/* The bench's figures, for the report to print as they are. */
+					if (k == MODE_THP && rw->res[MODE_4K].done)
+						fprintf(j, ", \"thp_4k\": %.4g",
+							ratio(rw, m, o->iters));
+					if (k == MODE_THP && ceiling_share(rw, m, o->iters) > 0)
+						fprintf(j, ", \"ceiling_share\": %.4g",
+							ceiling_share(rw, m, o->iters));
 					fprintf(j, "}");
 				}
 			}
