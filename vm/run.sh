@@ -6,11 +6,16 @@
 # failed and the console is clean.
 #
 # run.sh PLAN        run /plans/PLAN (vm/plans/PLAN) in the guest
-# run.sh --shell     interactive guest (ttyS0 on stdio), host folder on 9p
+# run.sh --shell     interactive guest (ttyS0 on stdio), host folder on 9p;
+#                    GDB=1 (any plan) adds QEMU's gdbstub (-s, on :1234) and
+#                    stops the guest before its first instruction (-S) until
+#                    gdb attaches (vm/gdb.sh)
 #
 # ACCEL=auto|kvm|tcg  MEM=3G  SMP=2  SWAP=512M  TIMEOUT=1500 (seconds, hard limit)
+# RUN_DIR=folder for the logs  GDB=1 (see --shell)
 set -eu
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/qemu.sh"
 need qemu-system-x86_64 timeout python3
 
 PLAN=${1:-check}
@@ -23,54 +28,6 @@ KERNEL=$KBUILD/arch/x86/boot/bzImage
 INITRD=$STAGE/initramfs.cpio.gz
 [ -f "$KERNEL" ] || die "no kernel at $KERNEL: run 'make kernel'"
 [ -f "$INITRD" ] || die "no initramfs at $INITRD: run 'make initramfs'"
-
-# qemu_cmd ACCEL [--no-initrd]: the command line every boot shares, in
-# $QEMU, and the kernel command line every boot starts with, in $KCMD.
-# The guest has two NUMA nodes (numa=fake=2), and a swap disk (a sparse
-# file of $SWAP, made by swap_disk) when $SWAPFILE names one.  acpi=noirq:
-# ACPI is there for the HPET and PM timer, not for interrupt routing; its
-# PCI _PRT method runs an AML loop that a KASAN kernel under TCG takes
-# more than ACPICA's 30 s loop limit to finish, which left the virtio
-# devices without an interrupt (and the debug boot took 75 s, not 10).
-#
-# Under TCG two x86 string instructions are emulator artefacts that would
-# show in every copy the bench measures: QEMU emulates `rep movsb` a byte
-# at a time (so ERMS and FSRM are masked), and a `rep movsq` whose source
-# and destination are both 2 MB aligned can miss QEMU's direct-mapped
-# softmmu TLB on every word (13x slower, depending on the TLB size of the
-# moment), so the kernel's copy_page() is told not to use it
-# (clearcpuid=rep_good selects copy_page_regs()).  LA57 is masked too: with
-# 5-level paging, KASAN's idea of where the shadow starts depends on the
-# LA57 feature bit, which identify_boot_cpu() clears and sets again with
-# interrupts on, and an interrupt in between was reported as a wild
-# access (2 debug boots in about 30).  Most x86 hardware has 4 levels.
-qemu_cmd()
-{
-	KCMD="console=ttyS0 panic=-1 tsc=reliable numa=fake=2 acpi=noirq printk.time=1"
-	case $1 in
-	kvm) QEMU=(-accel kvm -cpu kvm64) ;;
-	*)
-		QEMU=(-accel tcg,thread=multi -cpu max,-erms,-fsrm,-la57)
-		KCMD="$KCMD clearcpuid=rep_good"
-		;;
-	esac
-	[ "${2:-}" = --no-initrd ] || QEMU+=(-initrd "$INITRD")
-	QEMU=(qemu-system-x86_64 -M pc "${QEMU[@]}" -smp "$SMP" -m "$MEM"
-	      -nographic -no-reboot -kernel "$KERNEL"
-	      -device isa-debug-exit,iobase=0xf4,iosize=0x04)
-	[ -n "${SWAPFILE:-}" ] &&
-		QEMU+=(-drive "file=$SWAPFILE,if=virtio,format=raw,cache=unsafe")
-	return 0
-}
-
-# swap_disk PATH: a fresh sparse swap disk for one boot (the guest's init
-# runs mkswap on it).
-swap_disk()
-{
-	SWAPFILE=$1
-	rm -f "$SWAPFILE"
-	truncate -s "$SWAP" "$SWAPFILE"
-}
 
 # KVM is used only where a short probe boot reaches init in a few seconds;
 # on nested VMs KVM guests hang while decompressing.  The verdict is cached.
@@ -85,7 +42,7 @@ pick_accel()
 	probe=$CACHE/kvm-probe
 	if [ "$(sed -n 1p "$probe" 2>/dev/null)" != "$key" ]; then
 		v=tcg
-		qemu_cmd kvm
+		GDB=0 qemu_cmd kvm
 		timeout -s KILL 10 "${QEMU[@]}" -serial file:"$CACHE/kvm-probe.log" \
 			-serial null -append "console=ttyS0 panic=-1 quiet plan=probe" \
 			>/dev/null 2>&1 || true
@@ -103,18 +60,27 @@ if [ "$PLAN" = --shell ]; then
 	mkdir -p "$LOGDIR"
 	swap_disk "$LOGDIR/swap-shell.img"
 	share=(-virtfs local,path="$TOP",mount_tag=host,security_model=none,id=host)
+	[ "${GDB:-0}" = 1 ] && "$TOP/vm/gdb.sh" --print
+	qrc=0
 	if [ "${ROOTFS:-initramfs}" = debian ]; then
 		rootfs=$("$TOP/vm/rootfs.sh" | tail -n 1)
 		qemu_cmd "$accel" --no-initrd
+		# The build folder too, read-only at /kbuild: drgn reads vmlinux.
 		"${QEMU[@]}" -serial mon:stdio -serial null "${share[@]}" \
 			-virtfs local,path="$rootfs",mount_tag=rootfs,security_model=passthrough,id=rootfs \
-			-append "$KCMD root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 rw init=/opt/dmirror-thp/init"
+			-virtfs local,path="$KBUILD",mount_tag=kbuild,security_model=none,readonly=on,id=kbuild \
+			-append "$KCMD root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 rw init=/opt/dmirror-thp/init" ||
+			qrc=$?
 	else
 		qemu_cmd "$accel"
 		"${QEMU[@]}" -serial mon:stdio -serial null "${share[@]}" \
-			-append "$KCMD plan=shell"
+			-append "$KCMD plan=shell" || qrc=$?
 	fi
-	exit 0
+	# The guest's poweroff writes 0 to isa-debug-exit: QEMU exits with 1.
+	case $qrc in
+	0|1) exit 0 ;;
+	*) die "qemu exited with $qrc" ;;
+	esac
 fi
 
 # PLAN may name several plans, a+b: each gets a guest boot of its own (so
@@ -124,7 +90,7 @@ plans=$(echo "$PLAN" | tr '+' ' ')
 for p in $plans; do
 	[ -f "$TOP/vm/plans/$p" ] || die "no plan vm/plans/$p"
 done
-RUN=$LOGDIR/$FLAVOR-$(echo "$PLAN" | tr '+' '-')-$(date +%Y%m%d-%H%M%S)
+RUN=${RUN_DIR:-$LOGDIR/$FLAVOR-$(echo "$PLAN" | tr '+' '-')-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$RUN"
 ln -sfn "$RUN" "$LOGDIR/latest"
 rc=0
