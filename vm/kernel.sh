@@ -44,7 +44,11 @@ fi
 [ "${1:-}" = --config-only ] && exit 0
 t=$(now)
 step "building kernel ($FLAVOR, -j$JOBS) in $KBUILD"
-"${KMAKE[@]}" bzImage modules > "$KBUILD/build.log" 2>&1 || {
+targets="bzImage modules"
+# The gdb helpers (vmlinux-gdb.py) for make gdb, where the flavour has them.
+grep -q '^CONFIG_GDB_SCRIPTS=y' "$KBUILD/.config" && targets="$targets scripts_gdb"
+# shellcheck disable=SC2086
+"${KMAKE[@]}" $targets > "$KBUILD/build.log" 2>&1 || {
 	tail -n 40 "$KBUILD/build.log" >&2
 	die "kernel build failed (log: $KBUILD/build.log)"
 }
