@@ -1,0 +1,177 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make lab-bundle: everything a lab needs to run one test plan on one
+# kernel, in one folder: the bzImage, the modules, the initramfs (which
+# holds the modules, the tests and the plans), a swap disk, the kernel
+# command line, a LAVA job for the QEMU device type, and boot.sh, which
+# boots the same guest with nothing but qemu-system-x86_64 and writes
+# console.log, results.log and (with python3) results.ktap.
+#
+# LAB_PLAN=thp (a plan of vm/plans)  LAB_DIR=$CACHE/lab-bundle/$FLAVOR
+# MEM=3G  SMP=2  SWAP=512M
+set -eu
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/qemu.sh"
+
+PLAN=${LAB_PLAN:-thp}
+OUT=${LAB_DIR:-$CACHE/lab-bundle/$FLAVOR}
+MEM=${MEM:-3G}
+SMP=${SMP:-2}
+SWAP=${SWAP:-512M}
+KERNEL=$KBUILD/arch/x86/boot/bzImage
+INITRD=$STAGE/initramfs.cpio.gz
+[ -f "$KERNEL" ] || die "no kernel at $KERNEL: run 'make kernel'"
+[ -f "$INITRD" ] || die "no initramfs at $INITRD: run 'make initramfs'"
+[ -f "$TOP/vm/plans/$PLAN" ] || die "no plan vm/plans/$PLAN"
+
+rm -rf "$OUT"
+mkdir -p "$OUT/modules"
+cp "$KERNEL" "$INITRD" "$OUT/"
+cp "$STAGE"/initramfs/lib/modules/*.ko "$OUT/modules/"
+cp "$TOP/vm/results.py" "$TOP/vm/skips.allow" "$OUT/"
+truncate -s "$SWAP" "$OUT/swap.img"
+
+# The guest of make check, under TCG (labs rarely nest KVM), with the
+# bundle's files named relative to the bundle.
+(
+	cd "$OUT"
+	KERNEL=bzImage INITRD=initramfs.cpio.gz SWAPFILE=swap.img GDB=0
+	qemu_cmd tcg
+	series=$(cat "$KSRC/.dmirror-series" 2>/dev/null || echo unknown)
+	echo "$KCMD plan=$PLAN dm_ACCEL=tcg dm_SERIES=$series" > cmdline.txt
+	# No option holds a space: one line, split on spaces when read.
+	echo "${QEMU[*]}" > qemu.txt
+)
+cmdline=$(cat "$OUT/cmdline.txt")
+read -r -a qemu < "$OUT/qemu.txt"
+
+cat > "$OUT/boot.sh" <<EOF
+#!/bin/sh
+# Boot this bundle with nothing but qemu-system-x86_64: the kernel console
+# goes to console.log, the results to results.log; with python3, the
+# summary and results.ktap as make check writes them.  Exit status 0 when
+# every test passed and the console is clean.
+cd "\$(dirname "\$0")" || exit 1
+rc=0
+$(cat "$OUT/qemu.txt") \\
+	-serial file:console.log -serial file:results.log \\
+	-append "\$(cat cmdline.txt)" > qemu.log 2>&1 || rc=\$?
+# isa-debug-exit: 1 is the guest's "all ok".
+command -v python3 >/dev/null || { echo "qemu exit \$rc (1: all ok)"; [ "\$rc" = 1 ]; exit; }
+python3 results.py . 1 "\$rc"
+EOF
+chmod 755 "$OUT/boot.sh"
+
+# LAVA: the same QEMU options; the results on the console (dm_OUT=ttyS0),
+# where the monitor test action turns every TAP result line into a test
+# case (kselftest's "ok N name" and the plan's "### STEP ok what").  A
+# monitor has one pattern and so no third result: a "# SKIP" line is
+# left out, not counted as a pass.  Each match starts at a line's first
+# character and ends before its newline, which the next match starts with.
+extra=""
+skip=0
+for a in "${qemu[@]}"; do
+	if [ $skip = 1 ]; then
+		skip=0
+		continue
+	fi
+	case $a in
+	qemu-system-x86_64|-nographic) ;;
+	-kernel|-initrd|-drive) skip=1 ;;
+	*) extra="$extra $a" ;;
+	esac
+done
+url="file://$OUT"
+cat > "$OUT/job.yaml" <<EOF
+# A LAVA job for the QEMU device type: dmirror-thp plan '$PLAN' on the
+# $FLAVOR kernel.  Submit it with lavacli (lavacli jobs submit job.yaml)
+# after replacing $url with where the lab can fetch the bundle.
+device_type: qemu
+job_name: dmirror-thp $PLAN ($FLAVOR)
+visibility: public
+priority: medium
+timeouts:
+  job: {minutes: 90}
+  action: {minutes: 60}
+  connection: {minutes: 2}
+context:
+  arch: amd64
+  no_kvm: true
+  extra_options:
+$(for o in $extra; do printf '  - "%s"\n' "$o"; done)
+actions:
+- deploy:
+    to: tmpfs
+    timeout: {minutes: 5}
+    images:
+      kernel:
+        image_arg: '-kernel {kernel} -append "$cmdline dm_OUT=ttyS0"'
+        url: $url/bzImage
+      initrd:
+        image_arg: -initrd {initrd}
+        url: $url/initramfs.cpio.gz
+      swap:
+        image_arg: -drive format=raw,if=virtio,cache=unsafe,file={swap}
+        url: $url/swap.img
+- boot:
+    method: qemu
+    media: tmpfs
+    timeout: {minutes: 5}
+    prompts: ["Run /init as init process"]
+- test:
+    timeout: {minutes: 60}
+    monitors:
+    - name: dmirror-thp-$PLAN
+      start: "### BEGIN plan="
+      end: "### END status="
+      pattern: '\n(?:### STEP )?(?P<result>ok|not ok|not-ok)(?: \d+)? (?P<test_case_id>[^#\r\n]+?) ?(?=\r*\n)'
+      fixupdict: {"ok": pass, "not ok": fail, "not-ok": fail}
+EOF
+# What a lab's qemu device type renders for this job (lava-server's
+# qemu.jinja2 with the job's context), for lava-run on this machine: the
+# QEMU options above, nothing of the lab's own.
+{
+	cat <<EOF
+# A QEMU device for lava-run (LAVA's dispatcher) on this machine:
+#   lava-run --job-id 1 --output-dir out --device device.yaml job.yaml
+device_type: qemu
+available_architectures: [amd64]
+constants:
+  kernel-start-message: "Linux version [0-9]"
+  default-shell-prompt: "lava-test: # "
+  shutdown-message: "reboot: Restarting system"
+  spawn_maxread: "4092"
+  failure_retry: 1
+  boot_retry: 1
+  posix:
+    lava_test_sh_cmd: /bin/sh
+    lava_test_results_dir: /lava-%s
+    lava_test_shell_file: ~/.bashrc
+actions:
+  deploy:
+    connections: {serial: null}
+    methods:
+      tmpfs: null
+      image:
+        parameters:
+          guest: {size: 512, interface: virtio, driveid: lavatest}
+  boot:
+    connections: {serial: null}
+    methods:
+      qemu:
+        parameters:
+          command: qemu-system-x86_64
+          options:
+EOF
+	for o in $extra -nographic; do
+		printf '          - "%s"\n' "$o"
+	done
+	cat <<EOF
+timeouts:
+  actions: {}
+  connections: {}
+EOF
+} > "$OUT/device.yaml"
+
+step "lab bundle for plan '$PLAN' ($FLAVOR) in $OUT"
+ls -s "$OUT" | sed 's/^/    /'
