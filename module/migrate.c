@@ -200,22 +200,24 @@ static void dmirror_copy_to_dev(struct migrate_vma *args)
 	for (i = 0; i < args->npages; i += nr) {
 		struct page *spage = migrate_pfn_to_page(args->src[i]);
 		struct page *dpage = migrate_pfn_to_page(args->dst[i]);
+		struct page *sp;
 
 		nr = dmirror_entry_nr(args->src[i]);
 		if (!(args->src[i] & MIGRATE_PFN_MIGRATE) ||
 		    i + nr > args->npages)
 			continue;
 		if (args->dst[i] & MIGRATE_PFN_COMPOUND) {
-			for (j = 0; j < nr; j++)
-				dmirror_copy_page_to_dev(nth_page(dpage, j),
-					spage ? nth_page(spage, j) : NULL);
+			for (j = 0; j < nr; j++) {
+				sp = spage ? nth_page(spage, j) : NULL;
+				dmirror_copy_page_to_dev(nth_page(dpage, j), sp);
+			}
 			continue;
 		}
 		for (j = 0; j < nr; j++) {
 			dpage = migrate_pfn_to_page(args->dst[i + j]);
+			sp = spage ? nth_page(spage, j) : NULL;
 			if (dpage)
-				dmirror_copy_page_to_dev(dpage,
-					spage ? nth_page(spage, j) : NULL);
+				dmirror_copy_page_to_dev(dpage, sp);
 		}
 	}
 }
@@ -312,21 +314,24 @@ static void dmirror_copy_to_sys(const unsigned long *src,
 	for (i = 0; i < npages; i += nr) {
 		struct page *spage = migrate_pfn_to_page(src[i]);
 		struct page *page = migrate_pfn_to_page(dst[i]);
+		struct page *from;
 
 		nr = dmirror_entry_nr(src[i]);
 		if (!spage || i + nr > npages)
 			continue;
 		if (dst[i] & MIGRATE_PFN_COMPOUND) {
-			for (j = 0; j < nr; j++)
-				copy_highpage(nth_page(page, j),
-					dmirror_backing_page(nth_page(spage, j)));
+			for (j = 0; j < nr; j++) {
+				from = dmirror_backing_page(nth_page(spage, j));
+				copy_highpage(nth_page(page, j), from);
+			}
 			continue;
 		}
 		for (j = 0; j < nr; j++) {
 			page = migrate_pfn_to_page(dst[i + j]);
-			if (page)
-				copy_highpage(page,
-					dmirror_backing_page(nth_page(spage, j)));
+			if (!page)
+				continue;
+			from = dmirror_backing_page(nth_page(spage, j));
+			copy_highpage(page, from);
 		}
 	}
 }
