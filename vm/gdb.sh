@@ -40,7 +40,12 @@ case ${1:-} in
 	gdb_args
 	echo "dmirror-thp: the guest waits for gdb; in another terminal:"
 	printf '  cd %s &&' "$KBUILD"
-	printf " '%s'" "${GDBARGS[@]}" -ex "lx-symbols $MODDIR" -ex continue
+	for a in "${GDBARGS[@]}" -ex "lx-symbols $MODDIR" -ex continue; do
+		case $a in
+		*" "*) printf " '%s'" "$a" ;;
+		*) printf ' %s' "$a" ;;
+		esac
+	done
 	echo
 	echo "  (lx-symbols also loads dmirror-thp.ko's symbols when it is loaded; Ctrl-C"
 	echo "   in gdb stops the guest, 'lx-dmesg' prints its log, 'lx-ps' its tasks)"
