@@ -35,6 +35,7 @@ truncate -s "$SWAP" "$OUT/swap.img"
 # bundle's files named relative to the bundle.
 (
 	cd "$OUT"
+	# shellcheck disable=SC2034  # read by qemu_cmd
 	KERNEL=bzImage INITRD=initramfs.cpio.gz SWAPFILE=swap.img GDB=0
 	qemu_cmd tcg
 	series=$(cat "$KSRC/.dmirror-series" 2>/dev/null || echo unknown)

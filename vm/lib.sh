@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2034  # its variables are for the scripts that source it
 # Common helpers for the dmirror-thp bench scripts.  Sourced, not run.
 
 CACHE=${DMIRROR_THP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dmirror-thp}

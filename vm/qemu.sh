@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2054  # QEMU options hold commas
 # The guest's QEMU and kernel command lines, for every boot: make check's
 # (vm/run.sh) and the lab bundle's (vm/lab-bundle.sh).  Sourced after
 # lib.sh; reads KERNEL, INITRD, SMP, MEM and GDB.

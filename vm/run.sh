@@ -59,6 +59,7 @@ if [ "$PLAN" = --shell ]; then
 	step "interactive guest ($accel, $SMP vCPU, $MEM); host folder $TOP at /host"
 	mkdir -p "$LOGDIR"
 	swap_disk "$LOGDIR/swap-shell.img"
+	# shellcheck disable=SC2054  # QEMU options hold commas
 	share=(-virtfs local,path="$TOP",mount_tag=host,security_model=none,id=host)
 	[ "${GDB:-0}" = 1 ] && "$TOP/vm/gdb.sh" --print
 	qrc=0
