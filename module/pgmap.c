@@ -45,7 +45,7 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 		.flags = MIGRATE_VMA_SELECT_DEVICE_PRIVATE,
 		.fault_page = vmf->page,
 	};
-	unsigned long nr = 1;
+	unsigned long src_pfn = 0, dst_pfn = 0, nr = 1;
 	vm_fault_t ret = 0;
 
 	assert_fault_locked(vmf);
@@ -62,14 +62,21 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 	args.end = start + nr * PAGE_SIZE;
 
 	/*
-	 * An allocation failure returns 0: the access faults again and
-	 * retries, as in test_hmm (the page allocator has already done what it
-	 * can, OOM kill included, before an order-0 allocation fails).
+	 * A base page needs one entry each way, on the stack, as in test_hmm:
+	 * two kvcalloc() per fault cost as much as migrate_vma_setup() in the
+	 * debug flavour (a stack trace each for KASAN and kmemleak).  An
+	 * allocation failure returns 0: the access faults again and retries
+	 * (the page allocator has already done what it can, OOM kill
+	 * included, before an order-0 allocation fails).
 	 */
-	args.src = kvcalloc(nr, sizeof(*args.src), GFP_KERNEL);
-	args.dst = kvcalloc(nr, sizeof(*args.dst), GFP_KERNEL);
-	if (!args.src || !args.dst)
-		goto out;
+	args.src = &src_pfn;
+	args.dst = &dst_pfn;
+	if (nr > 1) {
+		args.src = kvcalloc(nr, sizeof(*args.src), GFP_KERNEL);
+		args.dst = kvcalloc(nr, sizeof(*args.dst), GFP_KERNEL);
+		if (!args.src || !args.dst)
+			goto out;
+	}
 
 	if (migrate_vma_setup(&args)) {
 		ret = VM_FAULT_SIGBUS;
@@ -84,8 +91,10 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 	migrate_vma_finalize(&args);
 	dmirror_clock_lap(&ctx, HMM_DMIRROR_PHASE_FINALIZE);
 out:
-	kvfree(args.dst);
-	kvfree(args.src);
+	if (nr > 1) {
+		kvfree(args.dst);
+		kvfree(args.src);
+	}
 	return ret;
 }
 
