@@ -12,6 +12,8 @@ MOD=$STAGE/mod
 mkdir -p "$MOD"
 rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
 	"$TOP/Kbuild" "$TOP/module" "$TOP/uapi" "$MOD/"
+# W= and C= look at what gets compiled: compile everything.
+[ -z "${W:-}${C:-}" ] || find "$MOD" -name '*.o' -delete
 kbuild_env
 t=$(now)
 step "building dmirror-thp.ko ($FLAVOR) ${W:+W=$W }${C:+C=$C}"
