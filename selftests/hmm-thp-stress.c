@@ -249,11 +249,17 @@ static char *map_thp(void)
 	size_t res_len;
 	char *addr = dm_reserve_aligned(THP, &res, &res_len);
 
+	int err;
+
 	if (!addr)
 		return NULL;
 	if (mmap(addr, THP, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+		err = errno;
+		munmap(res, res_len);
+		errno = err;
 		return NULL;
+	}
 	madvise(addr, THP, MADV_HUGEPAGE);
 	return addr;
 }
@@ -492,9 +498,10 @@ static void worker_run(struct worker *w)
 	int r;
 
 	for (r = 0; r < nr_regions; r++) {
-		w->region[r].addr = map_thp();
-		if (!w->region[r].addr) {
-			snprintf(w->failure, sizeof(w->failure), "mmap failed");
+		/* Injected faults fail an mmap now and then: retried. */
+		if (RETRY_ENOMEM(w, (w->region[r].addr = map_thp()) ? 0 : -1)) {
+			snprintf(w->failure, sizeof(w->failure),
+				 "mmap failed: %s", strerror(errno));
 			return;
 		}
 		write_pages(w, r, 0, NPAGES);
