@@ -33,18 +33,12 @@ truncate -s "$SWAP" "$OUT/swap.img"
 
 # The guest of make check, under TCG (labs rarely nest KVM), with the
 # bundle's files named relative to the bundle.
-(
-	cd "$OUT"
-	# shellcheck disable=SC2034  # read by qemu_cmd
-	KERNEL=bzImage INITRD=initramfs.cpio.gz SWAPFILE=swap.img GDB=0
-	qemu_cmd tcg
-	series=$(cat "$KSRC/.dmirror-series" 2>/dev/null || echo unknown)
-	echo "$KCMD plan=$PLAN dm_ACCEL=tcg dm_SERIES=$series" > cmdline.txt
-	# No option holds a space: one line, split on spaces when read.
-	echo "${QEMU[*]}" > qemu.txt
-)
-cmdline=$(cat "$OUT/cmdline.txt")
-read -r -a qemu < "$OUT/qemu.txt"
+# shellcheck disable=SC2034  # read by qemu_cmd
+KERNEL=bzImage INITRD=initramfs.cpio.gz SWAPFILE=swap.img GDB=0
+qemu_cmd tcg
+series=$(cat "$KSRC/.dmirror-series" 2>/dev/null || echo unknown)
+cmdline="$KCMD plan=$PLAN dm_ACCEL=tcg dm_SERIES=$series"
+echo "$cmdline" > "$OUT/cmdline.txt"
 
 cat > "$OUT/boot.sh" <<EOF
 #!/bin/sh
@@ -54,7 +48,7 @@ cat > "$OUT/boot.sh" <<EOF
 # every test passed and the console is clean.
 cd "\$(dirname "\$0")" || exit 1
 rc=0
-$(cat "$OUT/qemu.txt") \\
+${QEMU[*]} \\
 	-serial file:console.log -serial file:results.log \\
 	-append "\$(cat cmdline.txt)" > qemu.log 2>&1 || rc=\$?
 # isa-debug-exit: 1 is the guest's "all ok".
@@ -71,7 +65,7 @@ chmod 755 "$OUT/boot.sh"
 # character and ends before its newline, which the next match starts with.
 extra=""
 skip=0
-for a in "${qemu[@]}"; do
+for a in "${QEMU[@]}"; do
 	if [ $skip = 1 ]; then
 		skip=0
 		continue
