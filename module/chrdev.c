@@ -168,6 +168,30 @@ static int dmirror_get_stats(struct dmirror_device *mdevice,
 	return copy_to_user(uarg, &st, sizeof(st)) ? -EFAULT : 0;
 }
 
+static int dmirror_get_order_stats(struct dmirror_device *mdevice,
+				   void __user *uarg)
+{
+	struct dmirror_thp_order_stats os = {};
+	unsigned int o;
+
+	BUILD_BUG_ON(DMIRROR_NR_ORDERS > DMIRROR_THP_NR_ORDERS);
+	if (copy_from_user(&os, uarg, offsetofend(typeof(os), size)))
+		return -EFAULT;
+	if (os.version != DMIRROR_THP_ORDER_STATS_VERSION ||
+	    os.size < sizeof(os))
+		return -EINVAL;
+
+	os.size = sizeof(os);
+	os.max_order = HPAGE_PMD_ORDER;
+	for (o = 0; o < DMIRROR_NR_ORDERS; o++) {
+		os.to_dev[o] = atomic64_read(&mdevice->order_to_dev[o]);
+		os.to_sys[o] = atomic64_read(&mdevice->order_to_sys[o]);
+	}
+	dmirror_pool_order_gauges(mdevice, &os);
+
+	return copy_to_user(uarg, &os, sizeof(os)) ? -EFAULT : 0;
+}
+
 static int dmirror_get_phases(struct dmirror_device *mdevice,
 			      void __user *uarg)
 {
@@ -208,6 +232,10 @@ static void dmirror_reset_stats(struct dmirror_device *mdevice)
 
 	for (i = 0; i < DSTAT_NR; i++)
 		atomic64_set(&mdevice->stats[i], 0);
+	for (i = 0; i < DMIRROR_NR_ORDERS; i++) {
+		atomic64_set(&mdevice->order_to_dev[i], 0);
+		atomic64_set(&mdevice->order_to_sys[i], 0);
+	}
 	for (i = 0; i < HMM_DMIRROR_PATH_NR; i++) {
 		atomic64_set(&mdevice->path_calls[i], 0);
 		for (j = 0; j < HMM_DMIRROR_PHASE_NR; j++)
@@ -279,6 +307,8 @@ static long dmirror_fops_unlocked_ioctl(struct file *filp,
 	switch (command) {
 	case HMM_DMIRROR_STATS:
 		return dmirror_get_stats(mdevice, uarg);
+	case HMM_DMIRROR_ORDER_STATS:
+		return dmirror_get_order_stats(mdevice, uarg);
 	case HMM_DMIRROR_STATS_RESET:
 		dmirror_reset_stats(mdevice);
 		return 0;

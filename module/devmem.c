@@ -4,12 +4,15 @@
  * and the backing store.
  *
  * A chunk is DMIRROR_CHUNK_SIZE of device-private struct pages.  Each pfn is
- * in exactly one place: a free PMD block (the folio pool), the free page pool,
- * or resident (handed out in a folio).  A PMD-order allocation takes a whole
- * free block; a base page comes from the page pool, which is refilled by
- * breaking a block, and a block whose 512 pages are all free again goes back
- * to the folio pool.  When no block is left the device grows by one chunk, up
- * to the max_mb module parameter.
+ * in exactly one place: a free block of the per-order pools, or resident
+ * (handed out in a folio).  The pools are a buddy allocator over orders 0 to
+ * HPAGE_PMD_ORDER: a free block of order o is naturally aligned and is one
+ * bit in the chunk's bitmap of that order.  An allocation of order o takes a
+ * free block of the smallest order at or above o and gives the halves it
+ * does not need back to the lower orders; a freed block merges with its
+ * buddy while the buddy is free, so a PMD block whose 512 pages are all free
+ * again is one free PMD-order block (the folio pool).  When no block fits
+ * the device grows by one chunk, up to the max_mb module parameter.
  *
  * The data of device pfn P lives in the system page chunk->backing[P - base]:
  * pure arithmetic, one page per device pfn, which for a folio is usually
@@ -132,107 +135,86 @@ void dmirror_backing_split(struct page *page)
 	set_page_private(block, 0);
 }
 
-/* Take a whole free PMD block of @chunk; caller holds mdevice->lock. */
-static unsigned long dmirror_take_block(struct dmirror_chunk *chunk)
+/* Take free block @idx of @order from @chunk's pool; caller holds the lock. */
+static void dmirror_pool_clear(struct dmirror_chunk *chunk, unsigned int order,
+			       unsigned long idx)
 {
-	unsigned long blk;
-
 	lockdep_assert_held(&chunk->mdevice->lock);
+	__clear_bit(idx, chunk->free[order]);
+	chunk->nr_free[order]--;
+}
 
-	blk = find_first_bit(chunk->free_folios, DMIRROR_CHUNK_BLOCKS);
-	if (blk >= DMIRROR_CHUNK_BLOCKS)
-		return ULONG_MAX;
-	__clear_bit(blk, chunk->free_folios);
-	chunk->nr_free_folios--;
-	return blk * HPAGE_PMD_NR;
+static void dmirror_pool_set(struct dmirror_chunk *chunk, unsigned int order,
+			     unsigned long idx)
+{
+	lockdep_assert_held(&chunk->mdevice->lock);
+	__set_bit(idx, chunk->free[order]);
+	chunk->nr_free[order]++;
 }
 
 /*
- * Take @order pages from the pools; returns the chunk and sets *off, or NULL.
- * Caller holds mdevice->lock.
+ * Take a free block of @order from the pools: the smallest free block that
+ * fits, in any chunk, broken down to @order.  Returns the chunk and sets
+ * *off, or NULL.  Caller holds mdevice->lock.
  */
 static struct dmirror_chunk *dmirror_pool_take(struct dmirror_device *mdevice,
 					       unsigned int order,
 					       unsigned long *off)
 {
 	struct dmirror_chunk *chunk;
-	unsigned int i;
+	unsigned int i, o;
+	unsigned long idx;
 
 	lockdep_assert_held(&mdevice->lock);
 
-	if (order) {
+	for (o = order; o <= HPAGE_PMD_ORDER; o++) {
 		for (i = 0; i < mdevice->nr_chunks; i++) {
 			chunk = mdevice->chunks[i];
-			if (chunk->removing || !chunk->nr_free_folios)
-				continue;
-			*off = dmirror_take_block(chunk);
-			goto found;
+			if (!chunk->removing && chunk->nr_free[o])
+				goto found;
 		}
-		return NULL;
-	}
-
-	/* A base page: the page pool first, then break a free block. */
-	for (i = 0; i < mdevice->nr_chunks; i++) {
-		chunk = mdevice->chunks[i];
-		if (chunk->removing || !chunk->nr_free_pages)
-			continue;
-		*off = find_first_bit(chunk->free_pages, DMIRROR_CHUNK_PAGES);
-		goto found_page;
-	}
-	for (i = 0; i < mdevice->nr_chunks; i++) {
-		chunk = mdevice->chunks[i];
-		if (chunk->removing || !chunk->nr_free_folios)
-			continue;
-		*off = dmirror_take_block(chunk);
-		bitmap_set(chunk->free_pages, *off, HPAGE_PMD_NR);
-		chunk->nr_free_pages += HPAGE_PMD_NR;
-		goto found_page;
 	}
 	return NULL;
 
-found_page:
-	__clear_bit(*off, chunk->free_pages);
-	chunk->nr_free_pages--;
 found:
+	idx = find_first_bit(chunk->free[o], DMIRROR_CHUNK_PAGES >> o);
+	dmirror_pool_clear(chunk, o, idx);
+	*off = idx << o;
+	/* Give back the upper half at each order on the way down. */
+	while (o > order) {
+		o--;
+		dmirror_pool_set(chunk, o, (*off >> o) + 1);
+	}
 	chunk->resident += 1UL << order;
 	return chunk;
 }
 
-/* Give @order pages at @off back to the pools. */
+/* Give the block of @order at @off back to the pools, merging buddies. */
 static void dmirror_pool_put(struct dmirror_chunk *chunk, unsigned long off,
 			     unsigned int order)
 {
 	struct dmirror_device *mdevice = chunk->mdevice;
-	unsigned long nr = 1UL << order;
-	unsigned long blk = off / HPAGE_PMD_NR;
-	unsigned long first = blk * HPAGE_PMD_NR;
 	unsigned long flags;
 
 	spin_lock_irqsave(&mdevice->lock, flags);
-	chunk->resident -= nr;
-	if (order == HPAGE_PMD_ORDER) {
-		__set_bit(blk, chunk->free_folios);
-		chunk->nr_free_folios++;
-	} else {
-		bitmap_set(chunk->free_pages, off, nr);
-		chunk->nr_free_pages += nr;
-		/* Coalesce: a fully free block goes back to the folio pool. */
-		if (find_next_zero_bit(chunk->free_pages, first + HPAGE_PMD_NR,
-				       first) >= first + HPAGE_PMD_NR) {
-			bitmap_clear(chunk->free_pages, first, HPAGE_PMD_NR);
-			chunk->nr_free_pages -= HPAGE_PMD_NR;
-			__set_bit(blk, chunk->free_folios);
-			chunk->nr_free_folios++;
-		}
+	chunk->resident -= 1UL << order;
+	while (order < HPAGE_PMD_ORDER &&
+	       test_bit((off >> order) ^ 1, chunk->free[order])) {
+		dmirror_pool_clear(chunk, order, (off >> order) ^ 1);
+		off &= ~((2UL << order) - 1);
+		order++;
 	}
+	dmirror_pool_set(chunk, order, off >> order);
 	spin_unlock_irqrestore(&mdevice->lock, flags);
 }
 
 static void dmirror_chunk_free(struct dmirror_chunk *chunk)
 {
+	unsigned int o;
+
 	bitmap_free(chunk->backing_whole);
-	bitmap_free(chunk->free_pages);
-	bitmap_free(chunk->free_folios);
+	for (o = 0; o < DMIRROR_NR_ORDERS; o++)
+		bitmap_free(chunk->free[o]);
 	kvfree(chunk->backing);
 	kfree(chunk);
 }
@@ -245,6 +227,7 @@ static int dmirror_chunk_add(struct dmirror_device *mdevice, unsigned int seen)
 {
 	struct dmirror_chunk *chunk;
 	struct resource *res;
+	unsigned int o;
 	void *ptr;
 	int ret = 0;
 
@@ -260,12 +243,15 @@ static int dmirror_chunk_add(struct dmirror_device *mdevice, unsigned int seen)
 		goto out;
 	chunk->backing = kvcalloc(DMIRROR_CHUNK_PAGES, sizeof(*chunk->backing),
 				  GFP_KERNEL);
-	chunk->free_folios = bitmap_zalloc(DMIRROR_CHUNK_BLOCKS, GFP_KERNEL);
-	chunk->free_pages = bitmap_zalloc(DMIRROR_CHUNK_PAGES, GFP_KERNEL);
 	chunk->backing_whole = bitmap_zalloc(DMIRROR_CHUNK_PAGES, GFP_KERNEL);
-	if (!chunk->backing || !chunk->free_folios || !chunk->free_pages ||
-	    !chunk->backing_whole)
+	if (!chunk->backing || !chunk->backing_whole)
 		goto err_free;
+	for (o = 0; o < DMIRROR_NR_ORDERS; o++) {
+		chunk->free[o] = bitmap_zalloc(DMIRROR_CHUNK_PAGES >> o,
+					       GFP_KERNEL);
+		if (!chunk->free[o])
+			goto err_free;
+	}
 
 	res = request_free_mem_region(&iomem_resource, DMIRROR_CHUNK_SIZE,
 				      "hmm_dmirror_thp");
@@ -291,8 +277,8 @@ static int dmirror_chunk_add(struct dmirror_device *mdevice, unsigned int seen)
 		goto err_region;
 	}
 
-	bitmap_fill(chunk->free_folios, DMIRROR_CHUNK_BLOCKS);
-	chunk->nr_free_folios = DMIRROR_CHUNK_BLOCKS;
+	bitmap_fill(chunk->free[HPAGE_PMD_ORDER], DMIRROR_CHUNK_BLOCKS);
+	chunk->nr_free[HPAGE_PMD_ORDER] = DMIRROR_CHUNK_BLOCKS;
 	spin_lock_irq(&mdevice->lock);
 	mdevice->chunks[mdevice->nr_chunks] = chunk;
 	WRITE_ONCE(mdevice->nr_chunks, mdevice->nr_chunks + 1);
@@ -322,7 +308,7 @@ static struct folio *dmirror_pfn_folio(unsigned long pfn)
 /**
  * dmirror_devmem_alloc() - allocate a device folio
  * @mdevice: the device
- * @order:   0 or HPAGE_PMD_ORDER
+ * @order:   0 to HPAGE_PMD_ORDER
  *
  * Sleeps: it may grow the device.
  *
@@ -402,7 +388,7 @@ bool dmirror_block_is_free(struct dmirror_chunk *chunk, unsigned long blk)
 	bool free;
 
 	spin_lock_irq(&mdevice->lock);
-	free = test_bit(blk, chunk->free_folios);
+	free = test_bit(blk, chunk->free[HPAGE_PMD_ORDER]);
 	spin_unlock_irq(&mdevice->lock);
 	return free;
 }
@@ -411,17 +397,31 @@ bool dmirror_block_is_free(struct dmirror_chunk *chunk, unsigned long blk)
 void dmirror_pool_gauges(struct dmirror_device *mdevice,
 			 struct dmirror_thp_stats *st)
 {
-	unsigned int i;
+	unsigned int i, o;
 
 	spin_lock_irq(&mdevice->lock);
 	for (i = 0; i < mdevice->nr_chunks; i++) {
 		struct dmirror_chunk *chunk = mdevice->chunks[i];
 
 		st->capacity_pages += DMIRROR_CHUNK_PAGES;
-		st->free_folios += chunk->nr_free_folios;
-		st->free_pages += chunk->nr_free_pages;
+		st->free_folios += chunk->nr_free[HPAGE_PMD_ORDER];
+		for (o = 0; o < HPAGE_PMD_ORDER; o++)
+			st->free_pages += chunk->nr_free[o] << o;
 		st->resident_pages += chunk->resident;
 	}
+	spin_unlock_irq(&mdevice->lock);
+}
+
+/* The free blocks of each order, for HMM_DMIRROR_ORDER_STATS. */
+void dmirror_pool_order_gauges(struct dmirror_device *mdevice,
+			       struct dmirror_thp_order_stats *os)
+{
+	unsigned int i, o;
+
+	spin_lock_irq(&mdevice->lock);
+	for (i = 0; i < mdevice->nr_chunks; i++)
+		for (o = 0; o < DMIRROR_NR_ORDERS; o++)
+			os->free_blocks[o] += mdevice->chunks[i]->nr_free[o];
 	spin_unlock_irq(&mdevice->lock);
 }
 

@@ -58,6 +58,8 @@
 #define DMIRROR_CHUNK_SIZE	(256UL << 20)
 #define DMIRROR_CHUNK_PAGES	(DMIRROR_CHUNK_SIZE >> PAGE_SHIFT)
 #define DMIRROR_CHUNK_BLOCKS	(DMIRROR_CHUNK_PAGES / HPAGE_PMD_NR)
+/* Folio orders the device allocates: 0 (base pages) to HPAGE_PMD_ORDER. */
+#define DMIRROR_NR_ORDERS	(HPAGE_PMD_ORDER + 1)
 
 /* Tags of mirror page table entries (xa_tag_pointer()). */
 #define DPT_XA_TAG_READ		0UL
@@ -93,28 +95,26 @@ struct hmm_range;
  * @base_pfn:    first device pfn; PMD aligned
  * @backing:     system page holding the data of each device pfn, indexed
  *               by pfn - @base_pfn; NULL while the pfn is free
- * @free_folios: bitmap of PMD blocks that sit whole in the folio pool
- * @free_pages:  bitmap of pfns that sit in the base page pool
+ * @free:        per order, a bitmap of the naturally aligned blocks of that
+ *               order that are free (bit i: pfns base_pfn + (i << order) on);
+ *               free[HPAGE_PMD_ORDER] is the folio pool
+ * @nr_free:     bits set in each @free bitmap
  * @backing_whole: bitmap of the first pfns of folios whose backing is one
  *               unsplit block (atomic bit operations, no lock)
- * @nr_free_folios: bits set in @free_folios
- * @nr_free_pages:  bits set in @free_pages
  * @resident:    pages handed out and not yet freed
  * @removing:    set when the chunk is being torn down: no more allocations
  *
- * Every pfn is in exactly one of: a free folio block, the free page pool, or
- * resident.  The bitmaps and counts are protected by dmirror_device.lock.
+ * Every pfn is in exactly one of: one free block of one order, or resident.
+ * The bitmaps and counts are protected by dmirror_device.lock.
  */
 struct dmirror_chunk {
 	struct dev_pagemap	pagemap;
 	struct dmirror_device	*mdevice;
 	unsigned long		base_pfn;
 	struct page		**backing;
-	unsigned long		*free_folios;
-	unsigned long		*free_pages;
+	unsigned long		*free[DMIRROR_NR_ORDERS];
+	unsigned long		nr_free[DMIRROR_NR_ORDERS];
 	unsigned long		*backing_whole;
-	unsigned long		nr_free_folios;
-	unsigned long		nr_free_pages;
 	unsigned long		resident;
 	bool			removing;
 };
@@ -132,6 +132,8 @@ struct dmirror_chunk {
  * @files:       open files (struct dmirror.link)
  * @files_lock:  protects @files
  * @stats:       event counters (enum dmirror_stat)
+ * @order_to_dev: folios of each order migrated to the device
+ * @order_to_sys: folios of each order migrated to system memory
  * @path_calls:  calls of each migration path (HMM_DMIRROR_PATH_*)
  * @phase_ns:    time of each path in each phase (HMM_DMIRROR_PHASE_*)
  * @registered:  the device node exists
@@ -148,6 +150,8 @@ struct dmirror_device {
 	struct list_head	files;
 	spinlock_t		files_lock;	/* @files */
 	atomic64_t		stats[DSTAT_NR];
+	atomic64_t		order_to_dev[DMIRROR_NR_ORDERS];
+	atomic64_t		order_to_sys[DMIRROR_NR_ORDERS];
 	atomic64_t		path_calls[HMM_DMIRROR_PATH_NR];
 	atomic64_t		phase_ns[HMM_DMIRROR_PATH_NR][HMM_DMIRROR_PHASE_NR];
 	bool			registered;
@@ -243,6 +247,8 @@ bool dmirror_is_local_page(struct dmirror_device *mdevice, struct page *page);
 struct page *dmirror_backing_page(struct page *dpage);
 void dmirror_pool_gauges(struct dmirror_device *mdevice,
 			 struct dmirror_thp_stats *st);
+void dmirror_pool_order_gauges(struct dmirror_device *mdevice,
+			       struct dmirror_thp_order_stats *os);
 
 /* migrate.c: the migrate_vma loop, allocation and copy of the answers */
 bool dmirror_fail_large_alloc(struct dmirror_migrate_ctx *ctx);

@@ -6,9 +6,11 @@
  *
  * The loop walks the range in PMD-aligned windows with one pair of src/dst
  * arrays of HPAGE_PMD_NR entries, allocated once per call.  A compound src
- * entry (MIGRATE_PFN_COMPOUND) is answered with one PMD-order folio when one
- * can be had, and otherwise with HPAGE_PMD_NR base pages, which makes the
- * core split the source; HMM_DMIRROR_FLAG_FAIL_ALLOC forces the latter.
+ * entry (MIGRATE_PFN_COMPOUND) stands for its source folio, of any order from
+ * 2 to HPAGE_PMD_ORDER, or for an empty PMD range when it has no page.  It is
+ * answered with one folio of that order when one can be had, and otherwise
+ * with a base page for each of its pages, which makes the core split the
+ * source; HMM_DMIRROR_FLAG_FAIL_ALLOC forces the latter, at every order.
  * Every window is answered in two passes, as a DMA engine would be driven:
  * first every destination is allocated, then every answered entry is copied
  * in full, before migrate_vma_pages().  Each pass is one phase of the
@@ -69,23 +71,58 @@ bool dmirror_fail_large_alloc(struct dmirror_migrate_ctx *ctx)
 	return fail;
 }
 
-/* Pages of the entry at @mpfn: a compound entry stands for a PMD. */
+/*
+ * Order of the src entry at @mpfn: a compound entry stands for its source
+ * folio, or for an empty PMD range when it has no page.
+ */
+static unsigned int dmirror_entry_order(unsigned long mpfn)
+{
+	struct page *page = migrate_pfn_to_page(mpfn);
+
+	if (!(mpfn & MIGRATE_PFN_COMPOUND))
+		return 0;
+	return page ? folio_order(page_folio(page)) : HPAGE_PMD_ORDER;
+}
+
 static unsigned long dmirror_entry_nr(unsigned long mpfn)
 {
-	return (mpfn & MIGRATE_PFN_COMPOUND) ? HPAGE_PMD_NR : 1;
+	return 1UL << dmirror_entry_order(mpfn);
+}
+
+/*
+ * Count one destination folio that was migrated (@dst, valid); returns its
+ * pages.
+ */
+static unsigned long dmirror_count_moved(struct dmirror_device *mdevice,
+					 unsigned long dst, bool to_dev)
+{
+	unsigned int order = 0;
+
+	if (dst & MIGRATE_PFN_COMPOUND)
+		order = folio_order(page_folio(migrate_pfn_to_page(dst)));
+	atomic64_inc(to_dev ? &mdevice->order_to_dev[order] :
+			      &mdevice->order_to_sys[order]);
+	if (order == HPAGE_PMD_ORDER)
+		dmirror_count(mdevice, to_dev ? DSTAT_THP_TO_DEV :
+						DSTAT_THP_TO_SYS, 1);
+	else if (!order)
+		dmirror_count(mdevice, to_dev ? DSTAT_BASE_TO_DEV :
+						DSTAT_BASE_TO_SYS, 1);
+	return 1UL << order;
 }
 
 /* ---- to the device ---- */
 
-/* Answer a compound src entry with one device THP; false to fall back. */
-static bool dmirror_alloc_dev_thp(struct dmirror_migrate_ctx *ctx,
-				  unsigned long *dst, unsigned long write)
+/* Answer a compound src entry with one device folio; false to fall back. */
+static bool dmirror_alloc_dev_folio(struct dmirror_migrate_ctx *ctx,
+				    unsigned long *dst, unsigned long write,
+				    unsigned int order)
 {
 	struct page *dpage;
 
 	if (dmirror_fail_large_alloc(ctx))
 		return false;
-	dpage = dmirror_devmem_alloc(ctx->mdevice, HPAGE_PMD_ORDER);
+	dpage = dmirror_devmem_alloc(ctx->mdevice, order);
 	if (!dpage) {
 		dmirror_count(ctx->mdevice, DSTAT_ALLOC_FAIL_REAL, 1);
 		return false;
@@ -136,6 +173,7 @@ static int dmirror_alloc_to_dev(struct dmirror_migrate_ctx *ctx,
 {
 	unsigned long npages = args->npages;
 	unsigned long i, nr;
+	unsigned int order;
 	int ret = 0;
 
 	memset(args->dst, 0, npages * sizeof(*args->dst));
@@ -144,7 +182,8 @@ static int dmirror_alloc_to_dev(struct dmirror_migrate_ctx *ctx,
 		struct page *spage = migrate_pfn_to_page(mpfn);
 		unsigned long write = 0;
 
-		nr = dmirror_entry_nr(mpfn);
+		order = dmirror_entry_order(mpfn);
+		nr = 1UL << order;
 		if (!(mpfn & MIGRATE_PFN_MIGRATE) || i + nr > npages)
 			continue;
 		/* SELECT_SYSTEM never collects device pages. */
@@ -160,11 +199,8 @@ static int dmirror_alloc_to_dev(struct dmirror_migrate_ctx *ctx,
 			write = MIGRATE_PFN_WRITE;
 
 		if (nr > 1) {
-			/* A compound entry is a PMD-sized folio, or a hole. */
-			if (spage &&
-			    folio_nr_pages(page_folio(spage)) != HPAGE_PMD_NR)
-				continue;
-			if (dmirror_alloc_dev_thp(ctx, &args->dst[i], write))
+			if (dmirror_alloc_dev_folio(ctx, &args->dst[i], write,
+						    order))
 				continue;
 			if (spage)
 				dmirror_count(ctx->mdevice, DSTAT_SPLIT_MIGRATE,
@@ -236,14 +272,11 @@ static unsigned long dmirror_count_to_dev(struct dmirror_device *mdevice,
 	unsigned long i, nr, moved = 0;
 
 	for (i = 0; i < args->npages; i += nr) {
-		bool pmd = args->dst[i] & MIGRATE_PFN_COMPOUND;
-
-		nr = pmd ? HPAGE_PMD_NR : 1;
+		nr = 1;
 		if (!migrate_pfn_to_page(args->dst[i]) ||
 		    !(args->src[i] & MIGRATE_PFN_MIGRATE))
 			continue;
-		dmirror_count(mdevice, pmd ? DSTAT_THP_TO_DEV : DSTAT_BASE_TO_DEV,
-			      1);
+		nr = dmirror_count_moved(mdevice, args->dst[i], true);
 		moved += nr;
 	}
 	return moved;
@@ -251,10 +284,14 @@ static unsigned long dmirror_count_to_dev(struct dmirror_device *mdevice,
 
 /* ---- to system memory ---- */
 
-/* Answer a compound device entry with one system THP; false to fall back. */
-static bool dmirror_alloc_sys_thp(struct dmirror_migrate_ctx *ctx,
-				  struct vm_area_struct *vma, unsigned long addr,
-				  unsigned long *dst, unsigned long write)
+/*
+ * Answer a compound device entry with one system folio of @order; false to
+ * fall back.
+ */
+static bool dmirror_alloc_sys_folio(struct dmirror_migrate_ctx *ctx,
+				    struct vm_area_struct *vma,
+				    unsigned long addr, unsigned long *dst,
+				    unsigned long write, unsigned int order)
 {
 	struct folio *folio;
 
@@ -262,10 +299,9 @@ static bool dmirror_alloc_sys_thp(struct dmirror_migrate_ctx *ctx,
 		return false;
 	/* One compaction attempt, no retries: base pages are the fallback. */
 	if (vma)
-		folio = vma_alloc_folio(DMIRROR_GFP_THP, HPAGE_PMD_ORDER, vma,
-					addr, true);
+		folio = vma_alloc_folio(DMIRROR_GFP_THP, order, vma, addr, true);
 	else
-		folio = folio_alloc(DMIRROR_GFP_THP, HPAGE_PMD_ORDER);
+		folio = folio_alloc(DMIRROR_GFP_THP, order);
 	if (!folio) {
 		dmirror_count(ctx->mdevice, DSTAT_ALLOC_FAIL_REAL, 1);
 		return false;
@@ -356,6 +392,7 @@ int dmirror_answer_to_sys(struct dmirror_migrate_ctx *ctx,
 {
 	struct dmirror_device *mdevice = ctx->mdevice;
 	unsigned long i, nr;
+	unsigned int order;
 	int ret = 0;
 
 	memset(dst, 0, npages * sizeof(*dst));
@@ -364,15 +401,15 @@ int dmirror_answer_to_sys(struct dmirror_migrate_ctx *ctx,
 		unsigned long addr = start + i * PAGE_SIZE;
 		unsigned long write = src[i] & MIGRATE_PFN_WRITE;
 
-		nr = dmirror_entry_nr(src[i]);
+		order = dmirror_entry_order(src[i]);
+		nr = 1UL << order;
 		if (!spage || !(src[i] & MIGRATE_PFN_MIGRATE) ||
 		    i + nr > npages || !dmirror_is_local_page(mdevice, spage))
 			continue;
 
 		if (nr > 1) {
-			if (folio_nr_pages(page_folio(spage)) != HPAGE_PMD_NR)
-				continue;
-			if (dmirror_alloc_sys_thp(ctx, vma, addr, &dst[i], write))
+			if (dmirror_alloc_sys_folio(ctx, vma, addr, &dst[i],
+						    write, order))
 				continue;
 			dmirror_count(mdevice, split_stat, 1);
 		}
@@ -394,14 +431,11 @@ unsigned long dmirror_count_to_sys(struct dmirror_device *mdevice,
 	unsigned long i, nr, moved = 0;
 
 	for (i = 0; i < npages; i += nr) {
-		bool thp = dst[i] & MIGRATE_PFN_COMPOUND;
-
-		nr = thp ? HPAGE_PMD_NR : 1;
+		nr = 1;
 		if (!(src[i] & MIGRATE_PFN_MIGRATE) ||
 		    !(dst[i] & MIGRATE_PFN_VALID))
 			continue;
-		dmirror_count(mdevice, thp ? DSTAT_THP_TO_SYS : DSTAT_BASE_TO_SYS,
-			      1);
+		nr = dmirror_count_moved(mdevice, dst[i], false);
 		moved += nr;
 	}
 	return moved;

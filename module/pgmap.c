@@ -8,10 +8,14 @@
  * SELECT_DEVICE_PRIVATE | SELECT_COMPOUND: back as one system THP when a
  * PMD-order folio can be allocated (and HMM_DMIRROR_FLAG_FAIL_ALLOC does not
  * say otherwise), else as HPAGE_PMD_NR base pages, all of them copied, which
- * makes the core split the device folio.  A base page, or a large folio that
- * the vma no longer covers whole, migrates on its own.  Called with the mmap
- * lock (or the vma lock) held for read; it takes no lock of its own.  The
- * mirror page tables are cleaned by the mmu interval notifier that
+ * makes the core split the device folio.  A device mTHP, mapped by PTEs
+ * (vmf->page is the page that faulted), is migrated as the range of its
+ * folio, found from the page's index in it: the core brings it back whole as
+ * a system folio of its order where the mTHP policy of that size allows a
+ * fault to allocate one, and splits it otherwise.  A base page, or a large
+ * folio that the vma no longer covers whole, migrates on its own.  Called
+ * with the mmap lock (or the vma lock) held for read; it takes no lock of its
+ * own.  The mirror page tables are cleaned by the mmu interval notifier that
  * migrate_vma_setup() fires, so the fault path needs no mirror.
  *
  * folio_split: called for every new folio while the core splits a large
@@ -35,6 +39,8 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 	struct vm_area_struct *vma = vmf->vma;
 	unsigned long start = vmf->address & PAGE_MASK;
 	unsigned long pmd_start = ALIGN_DOWN(vmf->address, PMD_SIZE);
+	struct folio *folio = page_folio(vmf->page);
+	unsigned long fstart = 0;
 	struct dmirror_migrate_ctx ctx = {
 		.mdevice = mdevice,
 		.mm = vma->vm_mm,
@@ -52,10 +58,16 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 	dmirror_count(mdevice, DSTAT_CPU_FAULTS, 1);
 	dmirror_clock_start(&ctx, HMM_DMIRROR_PATH_FAULT);
 
-	if (folio_order(page_folio(vmf->page)) == HPAGE_PMD_ORDER &&
-	    pmd_start >= vma->vm_start && pmd_start + PMD_SIZE <= vma->vm_end) {
-		start = pmd_start;
-		nr = HPAGE_PMD_NR;
+	if (folio_order(folio) == HPAGE_PMD_ORDER) {
+		/* vmf->page is the head, whatever the address in the PMD. */
+		fstart = pmd_start;
+	} else if (folio_test_large(folio)) {
+		fstart = start - folio_page_idx(folio, vmf->page) * PAGE_SIZE;
+	}
+	if (fstart && fstart >= vma->vm_start && fstart <= start &&
+	    fstart + folio_size(folio) <= vma->vm_end) {
+		start = fstart;
+		nr = folio_nr_pages(folio);
 		args.flags |= MIGRATE_VMA_SELECT_COMPOUND;
 	}
 	args.start = start;

@@ -8,7 +8,8 @@
  * device-private), so the stock hmm-tests run against it unchanged.  On top
  * of that it adds allocation-failure injection (0x08), per-device
  * statistics (0x40, 0x41), the time spent in each phase of the migration
- * paths (0x42) and an in-kernel copy benchmark (0x43).
+ * paths (0x42), an in-kernel copy benchmark (0x43) and per-order statistics
+ * (0x44).
  *
  * Common errnos for every command that takes a range (addr, npages):
  *   EFAULT  the ioctl argument, or cmd.ptr, is not a valid user pointer
@@ -64,14 +65,19 @@ struct hmm_dmirror_cmd {
  * HMM_DMIRROR_WRITE: the reverse; the device writes @ptr into the range.
  *
  * HMM_DMIRROR_MIGRATE_TO_DEV: migrate the range to device memory.  Anonymous
- * THPs move as one PMD-sized device folio; holes and the huge zero page
- * become zeroed device folios.  Afterwards the device reads the range into
+ * THPs move as one PMD-sized device folio, and mTHPs (PTE-mapped large
+ * folios) that the range covers whole and that no other process maps as one
+ * device folio of their order; holes and the huge zero page become zeroed
+ * device folios.  Afterwards the device reads the range into
  * @ptr, as test_hmm does: cpages counts the pages the device could read, not
  * the pages that moved (use HMM_DMIRROR_STATS or SNAPSHOT for that).
  *
  * HMM_DMIRROR_MIGRATE_TO_SYS: migrate device pages of this device in the
- * range back to system memory, as THPs where a PMD-order system folio can
- * be had.  cpages: pages migrated.
+ * range back to system memory, each device folio as a system folio of its
+ * order where one can be had.  cpages: pages migrated.  A CPU fault does the
+ * same for the folio it hits, where the mTHP policy of the folio's size
+ * (/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/enabled,
+ * MADV_NOHUGEPAGE, PR_SET_THP_DISABLE) would let a fault allocate one.
  *
  * HMM_DMIRROR_SNAPSHOT: write one byte per page to @ptr, an HMM_DMIRROR_PROT_*
  * value.  A device-private PMD mapping reports HMM_DMIRROR_PROT_PMD.
@@ -96,7 +102,7 @@ struct hmm_dmirror_cmd {
 
 /*
  * HMM_DMIRROR_FLAG_FAIL_ALLOC: armed on the open file that sets it.  The
- * next large (PMD-order) allocation made for that file fails once, on
+ * next large (order above 0) allocation made for that file fails once, on
  * whichever side comes first: the device folio of a MIGRATE_TO_DEV through
  * the file, the system folio of a MIGRATE_TO_SYS or RELEASE through the
  * file, or the system folio of a CPU fault, on this device's memory, in the
@@ -264,5 +270,40 @@ struct dmirror_thp_copy_bench {
 };
 
 #define HMM_DMIRROR_COPY_BENCH		_IOWR('H', 0x43, struct dmirror_thp_copy_bench)
+
+/* Slots of the per-order arrays: orders 0 to 15; x86-64 uses 0 to 9. */
+#define DMIRROR_THP_NR_ORDERS		16
+#define DMIRROR_THP_ORDER_STATS_VERSION	1
+
+/**
+ * struct dmirror_thp_order_stats - per-order counters (HMM_DMIRROR_ORDER_STATS)
+ * @version:     (in) DMIRROR_THP_ORDER_STATS_VERSION; (out) the version filled
+ * @size:        (in) sizeof(struct dmirror_thp_order_stats) of the caller
+ * @max_order:   (out) the largest order the device allocates (the PMD order)
+ * @to_dev:      folios of each order migrated to the device (order 0: base
+ *               pages, as base_to_dev; the PMD order: as thp_to_dev)
+ * @to_sys:      folios of each order migrated to system memory, by any path
+ * @free_blocks: free blocks of each order in the device's pools (gauge)
+ *
+ * Event counters are zeroed by HMM_DMIRROR_STATS_RESET.  At rest the pools
+ * balance: the sum of free_blocks[o] << o and resident_pages is
+ * capacity_pages.
+ */
+struct dmirror_thp_order_stats {
+	__u32		version;
+	__u32		size;
+	__u32		max_order;
+	__u32		pad;
+	__u64		to_dev[DMIRROR_THP_NR_ORDERS];
+	__u64		to_sys[DMIRROR_THP_NR_ORDERS];
+	__u64		free_blocks[DMIRROR_THP_NR_ORDERS];
+};
+
+/*
+ * HMM_DMIRROR_ORDER_STATS: read this device's per-order counters.  EFAULT
+ * for a bad pointer; EINVAL if @version is not
+ * DMIRROR_THP_ORDER_STATS_VERSION or @size is smaller than the struct.
+ */
+#define HMM_DMIRROR_ORDER_STATS		_IOWR('H', 0x44, struct dmirror_thp_order_stats)
 
 #endif /* _UAPI_DMIRROR_THP_H */
