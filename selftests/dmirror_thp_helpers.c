@@ -108,6 +108,19 @@ int dm_stats(int fd, struct dmirror_thp_stats *st)
 	return ret < 0 ? -errno : 0;
 }
 
+int dm_order_stats(int fd, struct dmirror_thp_order_stats *os)
+{
+	int ret;
+
+	memset(os, 0, sizeof(*os));
+	os->version = DMIRROR_THP_ORDER_STATS_VERSION;
+	os->size = sizeof(*os);
+	do {
+		ret = ioctl(fd, HMM_DMIRROR_ORDER_STATS, os);
+	} while (ret < 0 && errno == EINTR);
+	return ret < 0 ? -errno : 0;
+}
+
 int dm_stats_reset(int fd)
 {
 	int ret;
@@ -208,34 +221,110 @@ bool pm_pmd_enabled(void)
 	return pm_enabled() && !(e && *e == '0');
 }
 
+/* Read the pagemap entries of [addr, addr + npages pages); 0 or -errno. */
+static int pm_read(void *addr, size_t npages, uint64_t *ent)
+{
+	ssize_t r;
+	int fd;
+
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = pread(fd, ent, npages * sizeof(*ent),
+		  ((uintptr_t)addr / DM_PAGE_SIZE) * sizeof(*ent));
+	close(fd);
+	if (r != (ssize_t)(npages * sizeof(*ent)))
+		return r < 0 ? -errno : -EIO;
+	return 0;
+}
+
 long pm_count(void *addr, size_t npages, uint64_t mask, uint64_t want)
 {
 	uint64_t *ent;
 	long n = 0;
 	size_t i;
-	ssize_t r;
-	int fd;
+	int ret;
 
 	if (!pm_enabled())
 		return -ENOSYS;
 	ent = malloc(npages * sizeof(*ent));
 	if (!ent)
 		return -ENOMEM;
-	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	ret = pm_read(addr, npages, ent);
+	if (ret) {
 		free(ent);
-		return -errno;
-	}
-	r = pread(fd, ent, npages * sizeof(*ent),
-		  ((uintptr_t)addr / DM_PAGE_SIZE) * sizeof(*ent));
-	close(fd);
-	if (r != (ssize_t)(npages * sizeof(*ent))) {
-		free(ent);
-		return r < 0 ? -errno : -EIO;
+		return ret;
 	}
 	for (i = 0; i < npages; i++)
 		if ((ent[i] & mask) == want)
 			n++;
+	free(ent);
+	return n;
+}
+
+/*
+ * Whether the nr pagemap entries at ent map one whole folio of nr pages, in
+ * order: consecutive pfns, the first a compound head, the others its tails,
+ * and the pfn after them not a tail (the folio ends there).
+ */
+static bool pm_is_folio(const uint64_t *ent, size_t nr, int kpf)
+{
+	uint64_t pfn = ent[0] & PM_PFN_MASK;
+	uint64_t *flags;
+	bool ok = false;
+	size_t j;
+
+	if (!(ent[0] & PM_PRESENT) || !pfn)
+		return false;
+	for (j = 1; j < nr; j++)
+		if (!(ent[j] & PM_PRESENT) || (ent[j] & PM_PFN_MASK) != pfn + j)
+			return false;
+	flags = calloc(nr + 1, sizeof(*flags));
+	if (!flags)
+		return false;
+	/* A short read at the end of memory leaves the last one 0: it ends. */
+	if (pread(kpf, flags, (nr + 1) * sizeof(*flags),
+		  pfn * sizeof(*flags)) < (ssize_t)(nr * sizeof(*flags)))
+		goto out;
+	if (!(flags[0] & KPF_COMPOUND_HEAD) || (flags[nr] & KPF_COMPOUND_TAIL))
+		goto out;
+	for (j = 1; j < nr; j++)
+		if (!(flags[j] & KPF_COMPOUND_TAIL))
+			goto out;
+	ok = true;
+out:
+	free(flags);
+	return ok;
+}
+
+long pm_count_folios(void *addr, size_t npages, size_t nr)
+{
+	uint64_t *ent;
+	long n = 0;
+	size_t i;
+	int kpf, ret;
+
+	if (nr < 2)
+		return -EINVAL;
+	ent = malloc(npages * sizeof(*ent));
+	if (!ent)
+		return -ENOMEM;
+	ret = pm_read(addr, npages, ent);
+	kpf = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+	if (ret || kpf < 0) {
+		ret = ret ? ret : -errno;
+		free(ent);
+		return ret;
+	}
+	for (i = 0; i + nr <= npages; ) {
+		if (pm_is_folio(&ent[i], nr, kpf)) {
+			n++;
+			i += nr;
+		} else {
+			i++;
+		}
+	}
+	close(kpf);
 	free(ent);
 	return n;
 }
@@ -539,4 +628,89 @@ double dm_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- mTHP sysfs ---- */
+
+#define MTHP_FMT "/sys/kernel/mm/transparent_hugepage/hugepages-%lukB/%s"
+
+int mthp_get_enabled(unsigned long kb, char *mode, size_t len)
+{
+	char path[128], line[128], *l, *r;
+	FILE *f;
+
+	snprintf(path, sizeof(path), MTHP_FMT, kb, "enabled");
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	l = fgets(line, sizeof(line), f);
+	fclose(f);
+	if (!l || !(l = strchr(line, '[')) || !(r = strchr(l, ']')))
+		return -EIO;
+	*r = 0;
+	snprintf(mode, len, "%s", l + 1);
+	return 0;
+}
+
+int mthp_set_enabled(unsigned long kb, const char *mode)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), MTHP_FMT, kb, "enabled");
+	f = fopen(path, "we");
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%s\n", mode) > 0 ? 0 : -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+long mthp_stat(unsigned long kb, const char *name)
+{
+	char path[160], file[64];
+
+	snprintf(file, sizeof(file), "stats/%s", name);
+	snprintf(path, sizeof(path), MTHP_FMT, kb, file);
+	return dm_read_long(path);
+}
+
+int mthp_policy_save(struct mthp_policy *p)
+{
+	unsigned int o;
+	int ret;
+
+	for (o = DM_MTHP_MIN_ORDER; o <= DM_PMD_ORDER; o++) {
+		ret = mthp_get_enabled(dm_order_kb(o), p->mode[o],
+				       sizeof(p->mode[o]));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int mthp_policy_restore(const struct mthp_policy *p)
+{
+	unsigned int o;
+	int ret = 0;
+
+	for (o = DM_MTHP_MIN_ORDER; o <= DM_PMD_ORDER; o++)
+		if (p->mode[o][0] && mthp_set_enabled(dm_order_kb(o), p->mode[o]))
+			ret = -EIO;
+	return ret;
+}
+
+int mthp_policy_only(unsigned int order, const char *mode)
+{
+	unsigned int o;
+	int ret;
+
+	for (o = DM_MTHP_MIN_ORDER; o <= DM_PMD_ORDER; o++) {
+		ret = mthp_set_enabled(dm_order_kb(o), o == order ? mode : "never");
+		if (ret)
+			return ret;
+	}
+	return 0;
 }

@@ -43,6 +43,19 @@
 #define PM_SWAP			(1ULL << 62)
 #define PM_FILE			(1ULL << 61)
 #define PM_MMAP_EXCLUSIVE	(1ULL << 56)
+#define PM_PFN_MASK		((1ULL << 55) - 1)
+
+/* /proc/kpageflags bits (Documentation/admin-guide/mm/pagemap.rst) */
+#define KPF_COMPOUND_HEAD	(1ULL << 15)
+#define KPF_COMPOUND_TAIL	(1ULL << 16)
+
+/* Folio orders: anonymous mTHPs are orders 2 to 8, 9 is the PMD. */
+#define DM_MTHP_MIN_ORDER	2
+#define DM_PMD_ORDER		9
+static inline unsigned long dm_order_kb(unsigned int order)
+{
+	return (DM_PAGE_SIZE >> 10) << order;
+}
 
 /* ---- device and ioctls ---- */
 
@@ -68,6 +81,7 @@ int dm_release(int fd);
 int dm_set_flags(int fd, uint64_t flags);
 
 int dm_stats(int fd, struct dmirror_thp_stats *st);
+int dm_order_stats(int fd, struct dmirror_thp_order_stats *os);
 int dm_stats_reset(int fd);
 /* free_pages + free_folios * 512 + resident_pages == capacity_pages */
 bool dm_pool_balanced(const struct dmirror_thp_stats *st);
@@ -107,6 +121,14 @@ bool pm_enabled(void);
  */
 bool pm_pmd_enabled(void);
 
+/*
+ * The system folios of exactly nr pages (nr >= 2) that [addr, addr + npages)
+ * maps whole and in order, found from the pfns of pagemap and the compound
+ * head and tail bits of /proc/kpageflags (root only): the kernel's witness
+ * of a folio's order, which no driver writes.  Returns the count or -errno.
+ */
+long pm_count_folios(void *addr, size_t npages, size_t nr);
+
 /* AnonHugePages of the vma that contains addr, in kB, or -errno. */
 long smaps_anon_huge_kb(void *addr);
 /*
@@ -121,6 +143,23 @@ long vmstat_get(const char *name);
 long vmstat_get_exact(const char *name);
 /* /sys/kernel/mm/transparent_hugepage/enabled is not [never] */
 bool thp_available(void);
+
+/* ---- mTHP sysfs: /sys/kernel/mm/transparent_hugepage/hugepages-<kb>kB/ ---- */
+
+/* The selected mode of a size ("always", "inherit", ...); 0 or -errno. */
+int mthp_get_enabled(unsigned long kb, char *mode, size_t len);
+int mthp_set_enabled(unsigned long kb, const char *mode);
+/* A counter of stats/, or -1. */
+long mthp_stat(unsigned long kb, const char *name);
+
+/* The enabled mode of every anonymous THP size, orders 2 to 9. */
+struct mthp_policy {
+	char mode[DM_PMD_ORDER + 1][16];
+};
+int mthp_policy_save(struct mthp_policy *p);
+int mthp_policy_restore(const struct mthp_policy *p);
+/* order gets mode, every other size "never"; 0 or -errno */
+int mthp_policy_only(unsigned int order, const char *mode);
 
 /* ---- buffers ---- */
 

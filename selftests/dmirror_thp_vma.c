@@ -293,6 +293,17 @@ TEST_F(mprot, mprotect_device_thp)
 		ASSERT_EQ(0, st.base_to_sys);
 		/* Back as a THP, and (write) not COW-split by the write. */
 		ASSERT_TRUE(dm_is_sys_thp(b->ptr, 1));
+	} else if (variant->write) {
+		/*
+		 * mprotect back to RW merged the vmas again: the PTE-mapped
+		 * device folio is covered whole, and one fault brings it back
+		 * whole, as a THP mapped by PTEs (kpageflags).
+		 */
+		SKIP_IF_REAL_ALLOC_FAIL(st);
+		ASSERT_EQ(1, st.cpu_faults);
+		ASSERT_EQ(1, st.thp_to_sys);
+		ASSERT_EQ(0, st.base_to_sys);
+		ASSERT_EQ(1, pm_count_folios(b->ptr, DM_THP_PAGES, DM_THP_PAGES));
 	} else {
 		ASSERT_EQ(0, st.thp_to_sys);
 		ASSERT_EQ(DM_THP_PAGES, st.base_to_sys);

@@ -20,6 +20,11 @@
  * -T fails the run unless the device moved at least one THP whole in each
  * direction (for guests with memory to spare for THPs).
  *
+ * -m gives the regions mixed folio orders: PMD, 1 MB, 64 kB and 16 kB in
+ * turn, each region a vma of its folio's size, with those mTHP sizes
+ * enabled for the run (and the sysfs policy restored at the end); with -T
+ * each of those orders must then move whole both ways.
+ *
  * A run fails for a mismatch, an undocumented errno, a worker that could not
  * start (its thread, its file or its buffer), a worker that is still
  * inside an operation 30 s after the end (its kernel stack is printed), a
@@ -78,6 +83,8 @@ static const unsigned int op_weight[OP_NR] = {
 
 struct region {
 	char *addr;
+	unsigned int order;	/* folio order its faults allocate */
+	unsigned long npages;	/* 1 << order: one folio per region */
 	uint32_t gen[NPAGES];	/* 0: the page reads as zeroes */
 	/* The last operations on the region, for a mismatch report. */
 	struct {
@@ -109,7 +116,20 @@ struct worker {
 	char failure[512];
 };
 
-static int nr_threads = 4, nr_regions = 2, seconds = 60, need_thp;
+static int nr_threads = 4, nr_regions = 2, seconds = 60, need_thp, mthp;
+/* With -m, regions take these orders in turn: PMD, 1 MB, 64 kB, 16 kB. */
+static const unsigned int mthp_orders[] = { 9, 8, 4, 2 };
+#define NR_MTHP_ORDERS	(sizeof(mthp_orders) / sizeof(mthp_orders[0]))
+
+static bool mthp_order_used(unsigned int order)
+{
+	unsigned int i;
+
+	for (i = 0; i < NR_MTHP_ORDERS; i++)
+		if (mthp_orders[i] == order)
+			return true;
+	return false;
+}
 static uint64_t seed;
 static const char *device = "/dev/hmm_dmirror0";
 static volatile int stop;
@@ -204,13 +224,14 @@ static int dmirror(struct worker *w, unsigned long req, void *addr,
 static int verify_device(struct worker *w, int r)
 {
 	unsigned long p;
-	int ret = dmirror(w, HMM_DMIRROR_READ, w->region[r].addr, NPAGES);
+	int ret = dmirror(w, HMM_DMIRROR_READ, w->region[r].addr,
+			  w->region[r].npages);
 
 	if (ret > 0)
 		w->read_skips++;
 	if (ret)
 		return ret < 0 ? -1 : 0;
-	for (p = 0; p < NPAGES; p++)
+	for (p = 0; p < w->region[r].npages; p++)
 		if (check_page(w, w->buf + p * PAGE / 8, r, p, "device read"))
 			return -1;
 	return 0;
@@ -221,7 +242,7 @@ static int verify_cpu(struct worker *w, int r)
 {
 	unsigned long p;
 
-	for (p = 0; p < NPAGES; p++)
+	for (p = 0; p < w->region[r].npages; p++)
 		if (check_page(w, (uint64_t *)(w->region[r].addr + p * PAGE),
 			       r, p, "cpu read"))
 			return -1;
@@ -242,9 +263,14 @@ static void write_pages(struct worker *w, int r, unsigned long first,
 	}
 }
 
-/* A 2 MB-aligned, THP-advised region of its own. */
-static char *map_thp(void)
+/*
+ * A 2 MB-aligned, THP-advised region of its own, one folio of @order: a
+ * vma of exactly that size, so that its faults allocate a folio of that
+ * order (the highest size enabled that fits, see -m).
+ */
+static char *map_region(unsigned int order)
 {
+	size_t size = PAGE << order;
 	void *res;
 	size_t res_len;
 	char *addr = dm_reserve_aligned(THP, &res, &res_len);
@@ -253,24 +279,25 @@ static char *map_thp(void)
 
 	if (!addr)
 		return NULL;
-	if (mmap(addr, THP, PROT_READ | PROT_WRITE,
+	if (mmap(addr, size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
 		err = errno;
 		munmap(res, res_len);
 		errno = err;
 		return NULL;
 	}
-	madvise(addr, THP, MADV_HUGEPAGE);
+	madvise(addr, size, MADV_HUGEPAGE);
 	return addr;
 }
 
-/* A random sub-range [first, first + n) of a region, in pages. */
-/* A random run of pages of the region at @base; returns its address. */
-static char *subrange(struct worker *w, char *base, unsigned long *first,
-		      unsigned long *n)
+/* A random run of pages of region @rg; returns its address. */
+static char *subrange(struct worker *w, struct region *rg,
+		      unsigned long *first, unsigned long *n)
 {
-	*first = rnd(w) % NPAGES;
-	*n = 1 + rnd(w) % (NPAGES - *first);
+	char *base = rg->addr;
+
+	*first = rnd(w) % rg->npages;
+	*n = 1 + rnd(w) % (rg->npages - *first);
 	w->first = *first;
 	w->n = *n;
 	return base + *first * PAGE;
@@ -308,7 +335,7 @@ static int do_fork(struct worker *w, int r)
 	pid_t pid;
 	int status;
 
-	subrange(w, w->region[r].addr, &first, &n);
+	subrange(w, &w->region[r], &first, &n);
 	pid = fork();
 	if (pid < 0) {
 		w->soft_errors++;
@@ -370,7 +397,7 @@ static int remap(char *at, size_t len)
 static int drop_pages(struct worker *w, struct region *rg, enum op op)
 {
 	unsigned long first, n;
-	char *at = subrange(w, rg->addr, &first, &n);
+	char *at = subrange(w, rg, &first, &n);
 	size_t len = n * PAGE;
 
 	if (op == OP_DONTNEED) {
@@ -397,28 +424,30 @@ static int one_op(struct worker *w)
 
 	w->ops[op]++;
 	w->first = 0;
-	w->n = NPAGES;
+	w->n = rg->npages;
 	w->op_start = dm_now();
 	w->cur_op = op;
 	switch (op) {
 	case OP_TO_DEV:
-		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_DEV, rg->addr, NPAGES);
+		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_DEV, rg->addr,
+			      rg->npages);
 		break;
 	case OP_READ_FAULT:
-		subrange(w, rg->addr, &first, &n);
+		subrange(w, rg, &first, &n);
 		for (p = first; p < first + n && !ret; p++)
 			ret = check_page(w, (uint64_t *)(rg->addr + p * PAGE),
 					 r, p, "read fault");
 		break;
 	case OP_WRITE_FAULT:
-		subrange(w, rg->addr, &first, &n);
+		subrange(w, rg, &first, &n);
 		write_pages(w, r, first, n);
 		break;
 	case OP_TO_SYS:
-		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_SYS, rg->addr, NPAGES);
+		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_SYS, rg->addr,
+			      rg->npages);
 		break;
 	case OP_DEV_WRITE:
-		subrange(w, rg->addr, &first, &n);
+		subrange(w, rg, &first, &n);
 		for (p = first; p < first + n; p++) {
 			uint32_t gen = rg->gen[p] + 1 ? rg->gen[p] + 1 : 1;
 
@@ -444,7 +473,7 @@ static int one_op(struct worker *w)
 			return -1;
 		break;
 	case OP_MPROTECT:
-		at = subrange(w, rg->addr, &first, &n);
+		at = subrange(w, rg, &first, &n);
 		if (failed(w, "mprotect(PROT_READ)",
 			   RETRY_ENOMEM(w, mprotect(at, n * PAGE, PROT_READ))))
 			return -1;
@@ -460,10 +489,11 @@ static int one_op(struct worker *w)
 		ret = do_fork(w, r);
 		break;
 	case OP_REFRESH:
-		/* Partial unmaps leave base pages: start over with a THP. */
-		if (failed(w, "refresh", RETRY_ENOMEM(w, remap(rg->addr, THP))))
+		/* Partial unmaps leave base pages: start over with a folio. */
+		if (failed(w, "refresh",
+			   RETRY_ENOMEM(w, remap(rg->addr, rg->npages * PAGE))))
 			return -1;
-		madvise(rg->addr, THP, MADV_HUGEPAGE);
+		madvise(rg->addr, rg->npages * PAGE, MADV_HUGEPAGE);
 		memset(rg->gen, 0, sizeof(rg->gen));
 		/*
 		 * Half the time leave it empty: migrating an empty PMD gives
@@ -472,7 +502,7 @@ static int one_op(struct worker *w)
 		 * allocation falls back to a split.
 		 */
 		if (rnd(w) & 1)
-			write_pages(w, r, 0, NPAGES);
+			write_pages(w, r, 0, rg->npages);
 		break;
 	case OP_FAIL_ALLOC:
 		/* Arm or disarm the device's one-shot large-allocation failure. */
@@ -498,20 +528,25 @@ static void worker_run(struct worker *w)
 	int r;
 
 	for (r = 0; r < nr_regions; r++) {
+		struct region *rg = &w->region[r];
+
+		rg->order = mthp ? mthp_orders[(w->id + r) % NR_MTHP_ORDERS] :
+				   DM_PMD_ORDER;
+		rg->npages = 1UL << rg->order;
 		/* Injected faults fail an mmap now and then: retried. */
-		if (RETRY_ENOMEM(w, (w->region[r].addr = map_thp()) ? 0 : -1)) {
+		if (RETRY_ENOMEM(w, (rg->addr = map_region(rg->order)) ? 0 : -1)) {
 			snprintf(w->failure, sizeof(w->failure),
 				 "mmap failed: %s", strerror(errno));
 			return;
 		}
-		write_pages(w, r, 0, NPAGES);
+		write_pages(w, r, 0, rg->npages);
 	}
 	while (!stop && !w->failure[0])
 		if (one_op(w) && !w->failure[0])
 			snprintf(w->failure, sizeof(w->failure), "operation failed");
 	for (r = 0; r < nr_regions; r++)
 		if (!w->failure[0] && verify_cpu(w, r) == 0)
-			munmap(w->region[r].addr, THP);
+			munmap(w->region[r].addr, w->region[r].npages * PAGE);
 }
 
 static void *worker_main(void *arg)
@@ -554,12 +589,26 @@ static int pools_balanced(int fd, const struct dmirror_thp_stats *before,
  * What the device did during the run.  With -T, THPs must have moved whole
  * both ways, or the run did not exercise what it is for.
  */
-static int print_counters(int fd, const struct dmirror_thp_stats *before)
+static int print_counters(int fd, const struct dmirror_thp_stats *before,
+			  const struct dmirror_thp_order_stats *obefore)
 {
+	struct dmirror_thp_order_stats os;
 	struct dmirror_thp_stats st;
+	unsigned int i, o;
+	int ret = 0;
 
-	if (dm_stats(fd, &st))
+	if (dm_stats(fd, &st) || dm_order_stats(fd, &os))
 		return -1;
+	for (i = 0; mthp && i < NR_MTHP_ORDERS; i++) {
+		o = mthp_orders[i];
+		printf("# device: %lu kB folios: to_dev %llu, to_sys %llu\n",
+		       dm_order_kb(o),
+		       (unsigned long long)(os.to_dev[o] - obefore->to_dev[o]),
+		       (unsigned long long)(os.to_sys[o] - obefore->to_sys[o]));
+		if (need_thp && (os.to_dev[o] == obefore->to_dev[o] ||
+				 os.to_sys[o] == obefore->to_sys[o]))
+			ret = -1;
+	}
 #define DELTA(f) ((unsigned long long)(st.f - before->f))
 	printf("# device: thp_to_dev %llu, base_to_dev %llu, thp_to_sys %llu, base_to_sys %llu\n",
 	       DELTA(thp_to_dev), DELTA(base_to_dev), DELTA(thp_to_sys),
@@ -571,14 +620,14 @@ static int print_counters(int fd, const struct dmirror_thp_stats *before)
 	if (need_thp && (st.thp_to_dev == before->thp_to_dev ||
 			 st.thp_to_sys == before->thp_to_sys))
 		return -1;
-	return 0;
+	return ret;
 #undef DELTA
 }
 
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-t threads] [-s seconds] [-S seed] [-r regions] [-d device] [-T]\n",
+		"usage: %s [-t threads] [-s seconds] [-S seed] [-r regions] [-d device] [-T] [-m]\n",
 		prog);
 	exit(2);
 }
@@ -704,7 +753,9 @@ fail:
 int main(int argc, char **argv)
 {
 	uint64_t total[OP_NR] = {}, bytes = 0, bad = 0, soft = 0, skips = 0;
+	struct dmirror_thp_order_stats obefore;
 	struct dmirror_thp_stats before;
+	struct mthp_policy policy;
 	struct worker *workers;
 	int opt, i, j, fd, failed = 0, ntest;
 	uint64_t floor;
@@ -712,7 +763,7 @@ int main(int argc, char **argv)
 	char why[256];
 
 	seed = time(NULL);
-	while ((opt = getopt(argc, argv, "t:s:S:r:d:Th")) != -1) {
+	while ((opt = getopt(argc, argv, "t:s:S:r:d:Tmh")) != -1) {
 		switch (opt) {
 		case 't':
 			nr_threads = atoi(optarg);
@@ -732,6 +783,9 @@ int main(int argc, char **argv)
 		case 'T':
 			need_thp = 1;
 			break;
+		case 'm':
+			mthp = 1;
+			break;
 		default:
 			usage(argv[0]);
 		}
@@ -747,9 +801,28 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	fd = open(device, O_RDWR);
-	if (fd < 0 || dm_stats(fd, &before)) {
+	if (fd < 0 || dm_stats(fd, &before) || dm_order_stats(fd, &obefore)) {
 		printf("Bail out! %s: %s\n", device, strerror(errno));
 		return 1;
+	}
+	/*
+	 * -m: the mTHP sizes of the regions are enabled, every other size
+	 * below the PMD disabled; a region's vma is the size of its folio.
+	 */
+	if (mthp) {
+		unsigned int o;
+
+		if (mthp_policy_save(&policy)) {
+			printf("Bail out! -m: no mTHP sizes in sysfs\n");
+			return 1;
+		}
+		for (o = DM_MTHP_MIN_ORDER; o < DM_PMD_ORDER; o++)
+			if (mthp_set_enabled(dm_order_kb(o),
+					     mthp_order_used(o) ? "always" :
+								  "never")) {
+				printf("Bail out! -m: cannot set the mTHP policy\n");
+				return 1;
+			}
 	}
 	workers = calloc(nr_threads, sizeof(*workers));
 	if (!workers)
@@ -813,13 +886,17 @@ int main(int argc, char **argv)
 		printf("not ok %d pools balanced: %s\n", ntest, why);
 	}
 	ntest++;
-	if (print_counters(fd, &before)) {
+	if (print_counters(fd, &before, &obefore)) {
 		failed++;
-		printf("not ok %d THPs moved whole both ways\n", ntest);
+		printf("not ok %d THPs%s moved whole both ways\n", ntest,
+		       mthp ? " of every order" : "");
 	} else {
-		printf("ok %d THPs moved whole both ways%s\n", ntest,
+		printf("ok %d THPs%s moved whole both ways%s\n", ntest,
+		       mthp ? " of every order" : "",
 		       need_thp ? "" : " # SKIP not required (no -T)");
 	}
+	if (mthp && mthp_policy_restore(&policy))
+		printf("# could not restore the mTHP sizes' policy\n");
 	ntest++;
 	/* A device READ that failed for memory verified nothing. */
 	if (skips && !injected) {
