@@ -23,6 +23,16 @@
  * THP and 4K side by side.  The targets of the project are printed with
  * "met" or "missed" and the figure.
  *
+ * Then the folio-order sweep (--orders): one buffer of --order-mb per order,
+ * 4K, the mTHP orders asked for (default 16 kB, 64 kB, 1 MB) and the PMD,
+ * each filled with that size alone enabled in sysfs, so that its folios
+ * are of that order (checked with pagemap and kpageflags).  The orders'
+ * rounds alternate, as THP and 4K do: the round trip (MIGRATE_TO_DEV and
+ * MIGRATE_TO_SYS, us per 2 MB), and the CPU fault of each folio back (one
+ * byte read per folio: the per-folio latency, and us per 2 MB), each
+ * against 4K.  Every move must have been whole at the order
+ * (HMM_DMIRROR_ORDER_STATS), or the sweep fails.
+ *
  * The clock must be fine-grained: the bench refuses to report on a jiffies
  * clocksource or a clock_getres() above 1 us.  With --stock it measures the
  * 4K paths only, against the stock test_hmm module (no counters, phases or
@@ -47,6 +57,7 @@
 #include "dmirror_thp_helpers.h"
 
 #define MAX_SIZES	16
+#define MAX_ORDERS	8
 #define MAX_ITERS	100
 #define MAX_META	8
 #define GIB		(1024.0 * 1024.0 * 1024.0)
@@ -82,6 +93,9 @@ struct opts {
 	bool dry_run;
 	const char *meta[MAX_META];
 	int nmeta;
+	unsigned int orders[MAX_ORDERS];	/* the sweep: 0, mTHPs, PMD */
+	int norders;
+	size_t order_mb;
 };
 
 struct summary { double med, min, max; };
@@ -129,6 +143,10 @@ static void usage(FILE *f, const char *argv0)
 "  -d, --device N       /dev/hmm_dmirrorN (default 0)\n"
 "  -o, --csv PATH       the results as CSV\n"
 "  -j, --json PATH      the results as JSON\n"
+"      --orders LIST    mTHP orders of the order sweep, 2..8, comma\n"
+"                       separated, or none (default 2,4,8; 4K and the PMD\n"
+"                       are always swept)\n"
+"      --order-mb N     buffer size of the order sweep, MB (default 8)\n"
 "      --stock          the 4K paths only, against the stock test_hmm\n"
 "      --meta KEY=VAL   an entry for the JSON's meta object (repeatable)\n"
 "  -n, --dry-run        print the plan and exit\n"
@@ -161,6 +179,36 @@ static int parse_sizes(struct opts *o, const char *arg)
 	return ret;
 }
 
+/* --orders: 4K first, then the mTHP orders, then the PMD. */
+static int parse_orders(struct opts *o, const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+	int ret = 0;
+
+	if (!copy)
+		return -1;
+	o->norders = 0;
+	o->orders[o->norders++] = 0;
+	for (tok = strtok_r(copy, ",", &save);
+	     tok && strcmp(arg, "none"); tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long v = strtoul(tok, &end, 10);
+
+		if (*end || v < DM_MTHP_MIN_ORDER || v >= DM_PMD_ORDER ||
+		    o->norders >= MAX_ORDERS - 1) {
+			fprintf(stderr, "bad order '%s' (%d..%d, at most %d)\n",
+				tok, DM_MTHP_MIN_ORDER, DM_PMD_ORDER - 1,
+				MAX_ORDERS - 2);
+			ret = -1;
+			break;
+		}
+		o->orders[o->norders++] = v;
+	}
+	o->orders[o->norders++] = DM_PMD_ORDER;
+	free(copy);
+	return ret;
+}
+
 static int parse_int(const char *arg, int lo, int hi, int *out)
 {
 	char *end;
@@ -184,6 +232,8 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "stock", no_argument, NULL, 'S' },
 		{ "meta", required_argument, NULL, 'm' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "orders", required_argument, NULL, 'O' },
+		{ "order-mb", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -196,6 +246,8 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	o->nsizes = 3;
 	o->iters = 5;
 	o->warmup = 1;
+	o->order_mb = 8;
+	parse_orders(o, "2,4,8");
 
 	while ((c = getopt_long(argc, argv, "s:i:w:d:o:j:nh", lopts, NULL)) != -1) {
 		switch (c) {
@@ -242,6 +294,21 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'n':
 			o->dry_run = true;
 			break;
+		case 'O':
+			if (parse_orders(o, optarg))
+				return -1;
+			break;
+		case 'M': {
+			int mb;
+
+			if (parse_int(optarg, 2, 1024, &mb) || mb % 2) {
+				fprintf(stderr, "bad --order-mb '%s' (even, 2..1024)\n",
+					optarg);
+				return -1;
+			}
+			o->order_mb = mb;
+			break;
+		}
 		case 'h':
 			usage(stdout, argv[0]);
 			exit(0);
@@ -582,6 +649,154 @@ out:
 	return ret;
 }
 
+/* ---- the folio-order sweep ---- */
+
+/* One order of the sweep: seconds per round, us per folio fault. */
+struct order_row {
+	unsigned int order;
+	size_t size;
+	double t[M_NR][MAX_ITERS];	/* to_dev, to_sys, rt, fault */
+	double *lat;			/* every folio of every round, us */
+	size_t nlat;
+	unsigned long long moved, expected;
+	bool done;
+};
+
+/* A buffer of folios of @order: that size alone is enabled to fill it. */
+static int order_buf_setup(struct dm_buf *b, size_t size, unsigned int order)
+{
+	size_t nr = 1UL << order;
+	long whole;
+	int ret;
+
+	ret = mthp_policy_only(order ? order : DM_PMD_ORDER,
+			       order ? "always" : "never");
+	if (ret)
+		return ret;
+	ret = dm_buf_alloc(b, size, PROT_READ | PROT_WRITE,
+			   !order ? DM_THP_OFF :
+			   order == DM_PMD_ORDER ? DM_THP_ON : DM_THP_NONE);
+	if (ret)
+		return ret;
+	dm_fill(b->ptr, size, 0xbe);
+	if (!order)
+		return 0;
+	whole = pm_count_folios(b->ptr, dm_npages(size), nr);
+	if (whole != (long)(dm_npages(size) / nr)) {
+		fprintf(stderr, "order %u: %ld of %zu folios of the order\n",
+			order, whole, dm_npages(size) / nr);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Folios of the row's order that moved, each way, since the last reset. */
+static int order_moved(int fd, struct order_row *or)
+{
+	struct dmirror_thp_order_stats os;
+
+	if (dm_order_stats(fd, &os))
+		return -EIO;
+	or->moved += os.to_dev[or->order] + os.to_sys[or->order];
+	or->expected += 2 * (or->size >> (or->order + 12));
+	return 0;
+}
+
+/* One round trip of one order, to_dev and to_sys timed apart. */
+static int order_round_rt(int fd, struct dm_buf *b, struct order_row *or,
+			  int it)
+{
+	size_t np = dm_npages(or->size);
+	double t0, t1, t2;
+	int ret;
+
+	if (dm_stats_reset(fd))
+		return -EIO;
+	t0 = dm_now();
+	ret = dm_to_dev(fd, b->ptr, np, b->mirror, NULL);
+	t1 = dm_now();
+	if (!ret)
+		ret = dm_to_sys(fd, b->ptr, np, NULL);
+	t2 = dm_now();
+	if (ret || it < 0)
+		return ret;
+	or->t[M_TO_DEV][it] = t1 - t0;
+	or->t[M_TO_SYS][it] = t2 - t1;
+	or->t[M_RT][it] = t2 - t0;
+	return or->order ? order_moved(fd, or) : 0;
+}
+
+/* One fault round: migrate, then read one byte per folio, each timed. */
+static int order_round_fault(int fd, struct dm_buf *b, struct order_row *or,
+			     int it)
+{
+	size_t np = dm_npages(or->size), fsize = DM_PAGE_SIZE << or->order;
+	double total = 0, t0, dt;
+	size_t off;
+	int ret;
+
+	ret = dm_to_dev(fd, b->ptr, np, b->mirror, NULL);
+	if (ret)
+		return ret;
+	for (off = 0; off < or->size; off += fsize) {
+		t0 = dm_now();
+		(void)*(volatile char *)(b->ptr + off);
+		dt = dm_now() - t0;
+		total += dt;
+		if (it >= 0)
+			or->lat[or->nlat++] = dt * 1e6;
+	}
+	if (it >= 0)
+		or->t[M_FAULT][it] = total;
+	return dm_to_sys(fd, b->ptr, np, NULL);
+}
+
+/*
+ * The sweep: a buffer per order, then in each round every order one after
+ * the other, with every swept size enabled so that a fault may bring each
+ * folio back at its order.  The policy is restored at the end.
+ */
+static int run_orders(int fd, const struct opts *o, struct order_row *rows)
+{
+	struct dm_buf bufs[MAX_ORDERS] = {};
+	size_t size = o->order_mb << 20;
+	struct mthp_policy saved;
+	int k, it, ret;
+
+	ret = mthp_policy_save(&saved);
+	if (ret)
+		return ret;
+	for (k = 0; k < o->norders && !ret; k++) {
+		rows[k].order = o->orders[k];
+		rows[k].size = size;
+		rows[k].lat = calloc((size >> (o->orders[k] + 12)) * o->iters,
+				     sizeof(double));
+		ret = rows[k].lat ? order_buf_setup(&bufs[k], size, o->orders[k]) :
+				    -ENOMEM;
+	}
+	for (k = 1; k < o->norders && !ret; k++)
+		ret = mthp_set_enabled(dm_order_kb(o->orders[k]), "always");
+	for (it = -o->warmup; it < o->iters && !ret; it++)
+		for (k = 0; k < o->norders && !ret; k++)
+			ret = order_round_rt(fd, &bufs[k], &rows[k], it);
+	for (it = -o->warmup; it < o->iters && !ret; it++)
+		for (k = 0; k < o->norders && !ret; k++)
+			ret = order_round_fault(fd, &bufs[k], &rows[k], it);
+	for (k = 0; k < o->norders && !ret; k++) {
+		if (dm_verify(bufs[k].ptr, size, 0xbe) != -1) {
+			fprintf(stderr, "order %u: data corrupted\n", rows[k].order);
+			ret = -EIO;
+		}
+	}
+	for (k = 0; k < o->norders; k++) {
+		rows[k].done = !ret;
+		dm_buf_free(&bufs[k]);
+	}
+	if (mthp_policy_restore(&saved) && !ret)
+		ret = -EIO;
+	return ret;
+}
+
 /* ---- the report ---- */
 
 /*
@@ -693,6 +908,78 @@ static void jarr_close(struct jarr *a)
 {
 	if (a->f)
 		fprintf(a->f, "\n  ]");
+}
+
+/* The order table: each order against 4K, and the moves were whole. */
+static int report_orders(const struct opts *o, struct order_row *rows,
+			 FILE *json)
+{
+	static const int ms[] = { M_TO_DEV, M_TO_SYS, M_RT, M_FAULT };
+	struct jarr a = jarr_open(json, "orders");
+	double base[M_NR] = {}, last_rt = 0, last_fault = 0;
+	bool grows_rt = true, grows_fault = true;
+	int k, i, bad = 0;
+	FILE *j;
+
+	if (!o->norders || !rows[0].done)
+		return 0;
+	printf("\n# folio orders, %zu MB each: median [min..max] us per 2 MB; x4K is 4K's time over the order's\n",
+	       o->order_mb);
+	printf("# %-7s %22s %22s %22s %22s %7s %7s %18s\n", "folio", "to_dev",
+	       "to_sys", "rt", "fault", "rt x4K", "flt x4K", "fault us/folio");
+	for (k = 0; k < o->norders; k++) {
+		struct order_row *or = &rows[k];
+		struct summary sm[M_NR], lat = summarize(or->lat, or->nlat);
+		char name[16];
+
+		for (i = 0; i < 4; i++) {
+			sm[ms[i]] = summarize(or->t[ms[i]], o->iters);
+			sm[ms[i]].med = us_per_2m(sm[ms[i]].med, or->size);
+			sm[ms[i]].min = us_per_2m(sm[ms[i]].min, or->size);
+			sm[ms[i]].max = us_per_2m(sm[ms[i]].max, or->size);
+			if (!k)
+				base[ms[i]] = sm[ms[i]].med;
+		}
+		snprintf(name, sizeof(name), "%lu kB", dm_order_kb(or->order));
+		printf("# %-7s", or->order ? name : "4K");
+		for (i = 0; i < 4; i++)
+			printf(" %6.0f [%6.0f..%6.0f]", sm[ms[i]].med,
+			       sm[ms[i]].min, sm[ms[i]].max);
+		printf(" %6.2fx %6.2fx %7.0f [%.0f..%.0f]\n",
+		       base[M_RT] / sm[M_RT].med, base[M_FAULT] / sm[M_FAULT].med,
+		       lat.med, lat.min, lat.max);
+		/* Each order must gain more than the order below it. */
+		grows_rt &= base[M_RT] / sm[M_RT].med >= last_rt;
+		grows_fault &= base[M_FAULT] / sm[M_FAULT].med >= last_fault;
+		last_rt = base[M_RT] / sm[M_RT].med;
+		last_fault = base[M_FAULT] / sm[M_FAULT].med;
+		if (or->order && or->moved != or->expected) {
+			printf("# order %u: %llu of %llu moves were whole folios\n",
+			       or->order, or->moved, or->expected);
+			bad = 1;
+		}
+		if (!(j = jarr_item(&a)))
+			continue;
+		fprintf(j, "\"order\": %u, \"folio_kb\": %lu, \"size_mb\": %zu, ",
+			or->order, dm_order_kb(or->order), o->order_mb);
+		for (i = 0; i < 4; i++) {
+			json_summary(j, metric_name[ms[i]], sm[ms[i]]);
+			fprintf(j, ", ");
+		}
+		json_summary(j, "lat_folio_us", lat);
+		fprintf(j, ", \"rt_x4k\": %.4g, \"fault_x4k\": %.4g, \"moves_whole\": %llu, \"moves\": %llu}",
+			base[M_RT] / sm[M_RT].med,
+			base[M_FAULT] / sm[M_FAULT].med, or->moved, or->expected);
+	}
+	jarr_close(&a);
+	printf("# target: the round-trip gain over 4K grows with the order: %s\n",
+	       grows_rt ? "met" : "missed");
+	printf("# target: the CPU-fault gain over 4K grows with the order: %s\n",
+	       grows_fault ? "met" : "missed");
+	if (json)
+		fprintf(json, ",\n  \"orders_gain_grows\": {\"rt\": %s, \"fault\": %s}",
+			grows_rt ? "true" : "false", grows_fault ? "true" : "false");
+	return bad;
 }
 
 /* The run's metadata and the in-kernel copy ceiling. */
@@ -893,7 +1180,8 @@ static void report_targets(const struct opts *o, struct row *rows, FILE *json)
 	printf("# %d target(s) missed\n", missed);
 }
 
-static int report(const struct opts *o, struct row *rows, FILE *csv, FILE *json)
+static int report(const struct opts *o, struct row *rows,
+		  struct order_row *orows, FILE *csv, FILE *json)
 {
 	int nres;
 
@@ -902,6 +1190,8 @@ static int report(const struct opts *o, struct row *rows, FILE *csv, FILE *json)
 	if (!o->stock) {
 		report_phases(o, rows, json);
 		report_targets(o, rows, json);
+		if (report_orders(o, orows, json))
+			nres = -1;
 	}
 	if (json)
 		fprintf(json, "\n}\n");
@@ -928,6 +1218,7 @@ static int check_thp_moved(const struct opts *o, const struct row *rows)
 int main(int argc, char **argv)
 {
 	static struct row rows[MAX_SIZES];
+	static struct order_row orows[MAX_ORDERS];
 	FILE *csv = NULL, *json = NULL;
 	double start = dm_now();
 	struct opts o;
@@ -977,7 +1268,16 @@ int main(int argc, char **argv)
 			status = 1;
 		}
 	}
-	report(&o, rows, csv, json);
+	if (!o.stock && o.norders) {
+		fprintf(stderr, "# folio orders...\n");
+		ret = run_orders(fd, &o, orows);
+		if (ret) {
+			fprintf(stderr, "folio orders: %s\n", strerror(-ret));
+			status = 1;
+		}
+	}
+	if (report(&o, rows, orows, csv, json) < 0)
+		status = 1;
 	status |= check_thp_moved(&o, rows);
 	if (csv && fclose(csv))
 		status = 1;

@@ -96,6 +96,29 @@ def main():
                 print("  %-5s %-7s" % (size, path) +
                       "".join(" %6.0f | %6.0f" % (t[p], k[p]) for p in PHASES))
 
+    orders = bench.get("orders", [])
+    if orders:
+        # The folio-order sweep: the gain grows with the order.
+        print("\nfolio orders, %s MB each: us per 2 MB, median [min..max]; x4K is 4K's time over the order's" %
+              orders[0]["size_mb"])
+        print("  %-8s %18s %18s %18s %18s %7s %7s %16s %s" % (
+            "folio", "to_dev", "to_sys", "round trip", "CPU fault", "rt x4K",
+            "flt x4K", "fault us/folio", "moves whole"))
+        for o in orders:
+            name = "%d kB" % o["folio_kb"] if o["order"] else "4K"
+            lat = o["lat_folio_us"]
+            whole = "%d of %d" % (o["moves_whole"], o["moves"]) if o["order"] else "-"
+            print("  %-8s %18s %18s %18s %18s %6.2fx %6.2fx %16s %s" % (
+                name, cell({"us_per_2mb": o["to_dev"]}), cell({"us_per_2mb": o["to_sys"]}),
+                cell({"us_per_2mb": o["rt"]}), cell({"us_per_2mb": o["fault"]}),
+                o["rt_x4k"], o["fault_x4k"],
+                "%.0f [%.0f..%.0f]" % (lat["median"], lat["min"], lat["max"]), whole))
+        grows = bench.get("orders_gain_grows", {})
+        for k, what in (("rt", "round-trip"), ("fault", "CPU-fault")):
+            if k in grows:
+                print("  target: the %s gain over 4K grows with the order: %s" % (
+                    what, "met" if grows[k] else "missed"))
+
     targets = bench.get("targets", [])
     if targets:
         print("\ntargets")
