@@ -21,7 +21,8 @@
  * vma_op, one body over a matrix: order x an operation on a range that holds
  * device mTHPs (partial munmap, mprotect whole and part, mremap aligned and
  * not, MADV_DONTNEED whole and part, MADV_FREE, fork with COW, process exit,
- * RELEASE eviction), each with the data checked byte for byte, whole folios
+ * RELEASE eviction, module unload), each with the data checked byte for
+ * byte, whole folios
  * where the operation leaves them whole, and the pools balanced afterwards
  * (the fixture's leak check).
  */
@@ -247,7 +248,7 @@ TEST_F_TIMEOUT(mthp, round_trip, 180)
 enum op {
 	OP_MUNMAP_PART, OP_MPROTECT, OP_MPROTECT_PART, OP_MREMAP_ALIGNED,
 	OP_MREMAP_UNALIGNED, OP_DONTNEED, OP_DONTNEED_PART, OP_FREE,
-	OP_FORK_COW, OP_EXIT, OP_RELEASE,
+	OP_FORK_COW, OP_EXIT, OP_RELEASE, OP_UNLOAD,
 };
 
 FIXTURE(mthp_vma) { struct mthp_ctx m; };
@@ -274,7 +275,8 @@ FIXTURE_TEARDOWN(mthp_vma) { mctx_teardown(_metadata, &self->m); }
 	VOP(kb, o, madv_free, OP_FREE)					\
 	VOP(kb, o, fork_cow, OP_FORK_COW)				\
 	VOP(kb, o, exit, OP_EXIT)					\
-	VOP(kb, o, release, OP_RELEASE)
+	VOP(kb, o, release, OP_RELEASE)					\
+	VOP(kb, o, unload, OP_UNLOAD)
 
 VOP_ORDER(16k, 2)
 VOP_ORDER(64k, 4)
@@ -445,6 +447,26 @@ TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 		ASSERT_EQ((long)nf, pm_count_folios(p, np, nr));
 		ASSERT_DATA(p, BUF_SIZE, SEED);
 		ASSERT_EQ(n0.split, mthp_counts(order).split);
+		break;
+	case OP_UNLOAD:
+		/* Device removal evicts every folio whole; then a fresh module. */
+		for (int d = 0; d < DM_NDEVICES; d++) {
+			close(c->fd[d]);
+			c->fd[d] = -1;
+		}
+		ASSERT_EQ(0, dm_run("rmmod " DM_MODULE_NAME));
+		ASSERT_FALSE(dm_devices_present());
+		ASSERT_PM_PRESENT(p, np, np);
+		ASSERT_EQ((long)nf, pm_count_folios(p, np, nr));
+		ASSERT_DATA(p, BUF_SIZE, SEED);
+		ASSERT_EQ(n0.split, mthp_counts(order).split);
+		ASSERT_EQ(0, dm_run("insmod " DM_MODULE_PATH));
+		ASSERT_TRUE(dm_wait_devices(10));
+		for (int d = 0; d < DM_NDEVICES; d++) {
+			c->fd[d] = dm_open(d);
+			ASSERT_LE(0, c->fd[d]);
+		}
+		dm_ctx_rebase(_metadata, c);
 		break;
 	case OP_EXIT:
 		break;
