@@ -662,7 +662,7 @@ int mthp_set_enabled(unsigned long kb, const char *mode)
 	f = fopen(path, "we");
 	if (!f)
 		return -errno;
-	ret = fprintf(f, "%s\n", mode) > 0 ? 0 : -EIO;
+	ret = fprintf(f, "%s\n", mode) > 0 ? 0 : -errno;
 	if (fclose(f) && !ret)
 		ret = -errno;
 	return ret;
@@ -697,8 +697,8 @@ int mthp_policy_restore(const struct mthp_policy *p)
 	int ret = 0;
 
 	for (o = DM_MTHP_MIN_ORDER; o <= DM_PMD_ORDER; o++)
-		if (p->mode[o][0] && mthp_set_enabled(dm_order_kb(o), p->mode[o]))
-			ret = -EIO;
+		if (p->mode[o][0] && !ret)
+			ret = mthp_set_enabled(dm_order_kb(o), p->mode[o]);
 	return ret;
 }
 

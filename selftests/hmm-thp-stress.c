@@ -147,6 +147,18 @@ static volatile int stop;
 	__r;								\
 })
 
+/*
+ * The same for the sysfs files of -m, before and after the workers: an
+ * injected failure makes their open fail with ENOMEM.
+ */
+#define RETRY_SYSFS(expr) ({						\
+	double __end = dm_now() + 10;					\
+	int __r;							\
+	while ((__r = (expr)) == -ENOMEM && dm_now() < __end)		\
+		;							\
+	__r;								\
+})
+
 static uint64_t rnd(struct worker *w)
 {
 	/* xorshift64*: cheap, and reproducible from the seed. */
@@ -812,14 +824,13 @@ int main(int argc, char **argv)
 	if (mthp) {
 		unsigned int o;
 
-		if (mthp_policy_save(&policy)) {
+		if (RETRY_SYSFS(mthp_policy_save(&policy))) {
 			printf("Bail out! -m: no mTHP sizes in sysfs\n");
 			return 1;
 		}
 		for (o = DM_MTHP_MIN_ORDER; o < DM_PMD_ORDER; o++)
-			if (mthp_set_enabled(dm_order_kb(o),
-					     mthp_order_used(o) ? "always" :
-								  "never")) {
+			if (RETRY_SYSFS(mthp_set_enabled(dm_order_kb(o),
+					mthp_order_used(o) ? "always" : "never"))) {
 				printf("Bail out! -m: cannot set the mTHP policy\n");
 				return 1;
 			}
@@ -895,7 +906,7 @@ int main(int argc, char **argv)
 		       mthp ? " of every order" : "",
 		       need_thp ? "" : " # SKIP not required (no -T)");
 	}
-	if (mthp && mthp_policy_restore(&policy))
+	if (mthp && RETRY_SYSFS(mthp_policy_restore(&policy)))
 		printf("# could not restore the mTHP sizes' policy\n");
 	ntest++;
 	/* A device READ that failed for memory verified nothing. */
