@@ -450,13 +450,14 @@ static int read_phases(int fd, struct dmirror_thp_phases *ph)
 }
 
 /* Add what happened between @a and @b on @path to @r. */
-static void add_phases(struct result *r, const struct dmirror_thp_phases *a,
+static void add_phases(double phase_ns[][HMM_DMIRROR_PHASE_NR],
+		       const struct dmirror_thp_phases *a,
 		       const struct dmirror_thp_phases *b, int path)
 {
 	int p;
 
 	for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
-		r->phase_ns[path][p] += b->ns[path][p] - a->ns[path][p];
+		phase_ns[path][p] += b->ns[path][p] - a->ns[path][p];
 }
 
 /* One measurement of the in-kernel copy ceiling, in us per 2 MB. */
@@ -525,8 +526,8 @@ static int round_migrate(int fd, bool stock, struct bench_buf *bb,
 		return 0;
 	if (read_phases(fd, &p2) || dm_stats(fd, &st))
 		return -EIO;
-	add_phases(r, &p0, &p1, HMM_DMIRROR_PATH_TO_DEV);
-	add_phases(r, &p1, &p2, HMM_DMIRROR_PATH_TO_SYS);
+	add_phases(r->phase_ns, &p0, &p1, HMM_DMIRROR_PATH_TO_DEV);
+	add_phases(r->phase_ns, &p1, &p2, HMM_DMIRROR_PATH_TO_SYS);
 	if (bb->mode == MODE_THP) {
 		r->thp_moved += st.thp_to_dev + st.thp_to_sys;
 		r->thp_expected += 2 * (r->size / DM_THP_SIZE);
@@ -570,7 +571,7 @@ static int round_fault(int fd, bool stock, struct bench_buf *bb,
 		if (!stock) {
 			if (read_phases(fd, &p1))
 				return -EIO;
-			add_phases(r, &p0, &p1, HMM_DMIRROR_PATH_FAULT);
+			add_phases(r->phase_ns, &p0, &p1, HMM_DMIRROR_PATH_FAULT);
 		}
 	}
 	/* Nothing is left on the device; this only checks that. */
@@ -659,6 +660,7 @@ struct order_row {
 	double *lat;			/* every folio of every round, us */
 	size_t nlat;
 	unsigned long long moved, expected;
+	double phase_ns[HMM_DMIRROR_PATH_NR][HMM_DMIRROR_PHASE_NR];
 	bool done;
 };
 
@@ -707,22 +709,29 @@ static int order_round_rt(int fd, struct dm_buf *b, struct order_row *or,
 			  int it)
 {
 	size_t np = dm_npages(or->size);
-	double t0, t1, t2;
+	struct dmirror_thp_phases p0, p1, p2;
+	double t0, t1, t2, t3;
 	int ret;
 
-	if (dm_stats_reset(fd))
+	if (dm_stats_reset(fd) || read_phases(fd, &p0))
 		return -EIO;
 	t0 = dm_now();
 	ret = dm_to_dev(fd, b->ptr, np, b->mirror, NULL);
 	t1 = dm_now();
-	if (!ret)
-		ret = dm_to_sys(fd, b->ptr, np, NULL);
+	if (ret || read_phases(fd, &p1))
+		return ret ? ret : -EIO;
 	t2 = dm_now();
+	ret = dm_to_sys(fd, b->ptr, np, NULL);
+	t3 = dm_now();
 	if (ret || it < 0)
 		return ret;
+	if (read_phases(fd, &p2))
+		return -EIO;
+	add_phases(or->phase_ns, &p0, &p1, HMM_DMIRROR_PATH_TO_DEV);
+	add_phases(or->phase_ns, &p1, &p2, HMM_DMIRROR_PATH_TO_SYS);
 	or->t[M_TO_DEV][it] = t1 - t0;
-	or->t[M_TO_SYS][it] = t2 - t1;
-	or->t[M_RT][it] = t2 - t0;
+	or->t[M_TO_SYS][it] = t3 - t2;
+	or->t[M_RT][it] = or->t[M_TO_DEV][it] + or->t[M_TO_SYS][it];
 	return or->order ? order_moved(fd, or) : 0;
 }
 
@@ -731,6 +740,7 @@ static int order_round_fault(int fd, struct dm_buf *b, struct order_row *or,
 			     int it)
 {
 	size_t np = dm_npages(or->size), fsize = DM_PAGE_SIZE << or->order;
+	struct dmirror_thp_phases p0, p1;
 	double total = 0, t0, dt;
 	size_t off;
 	int ret;
@@ -738,6 +748,8 @@ static int order_round_fault(int fd, struct dm_buf *b, struct order_row *or,
 	ret = dm_to_dev(fd, b->ptr, np, b->mirror, NULL);
 	if (ret)
 		return ret;
+	if (read_phases(fd, &p0))
+		return -EIO;
 	for (off = 0; off < or->size; off += fsize) {
 		t0 = dm_now();
 		(void)*(volatile char *)(b->ptr + off);
@@ -746,8 +758,12 @@ static int order_round_fault(int fd, struct dm_buf *b, struct order_row *or,
 		if (it >= 0)
 			or->lat[or->nlat++] = dt * 1e6;
 	}
-	if (it >= 0)
+	if (it >= 0) {
 		or->t[M_FAULT][it] = total;
+		if (read_phases(fd, &p1))
+			return -EIO;
+		add_phases(or->phase_ns, &p0, &p1, HMM_DMIRROR_PATH_FAULT);
+	}
 	return dm_to_sys(fd, b->ptr, np, NULL);
 }
 
@@ -910,6 +926,43 @@ static void jarr_close(struct jarr *a)
 		fprintf(a->f, "\n  ]");
 }
 
+/* Where the time of each order goes, per path and phase, us per 2 MB. */
+static void report_order_phases(const struct opts *o, struct order_row *rows,
+				FILE *json)
+{
+	static const int ms[] = { M_TO_DEV, M_TO_SYS, M_FAULT };
+	struct jarr a = jarr_open(json, "orders_phases_us_per_2mb");
+	double n2m = o->order_mb / 2.0 * o->iters;
+	int k, i, p;
+	FILE *j;
+
+	printf("# phases by order, us per 2 MB\n# %-7s %-7s", "folio", "path");
+	for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
+		printf(" %9s", phase_name[p]);
+	printf("\n");
+	for (k = 0; k < o->norders; k++) {
+		for (i = 0; i < 3; i++) {
+			int path = metric_path[ms[i]];
+
+			printf("# %-7lu %-7s", rows[k].order ?
+			       dm_order_kb(rows[k].order) : 4, metric_name[ms[i]]);
+			for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
+				printf(" %9.0f", rows[k].phase_ns[path][p] / 1e3 / n2m);
+			printf("\n");
+			if (!(j = jarr_item(&a)))
+				continue;
+			fprintf(j, "\"order\": %u, \"folio_kb\": %lu, \"path\": \"%s\"",
+				rows[k].order, dm_order_kb(rows[k].order),
+				metric_name[ms[i]]);
+			for (p = 0; p < HMM_DMIRROR_PHASE_NR; p++)
+				fprintf(j, ", \"%s\": %.6g", phase_name[p],
+					rows[k].phase_ns[path][p] / 1e3 / n2m);
+			fprintf(j, "}");
+		}
+	}
+	jarr_close(&a);
+}
+
 /* The order table: each order against 4K, and the moves were whole. */
 static int report_orders(const struct opts *o, struct order_row *rows,
 			 FILE *json)
@@ -979,6 +1032,7 @@ static int report_orders(const struct opts *o, struct order_row *rows,
 	if (json)
 		fprintf(json, ",\n  \"orders_gain_grows\": {\"rt\": %s, \"fault\": %s}",
 			grows_rt ? "true" : "false", grows_fault ? "true" : "false");
+	report_order_phases(o, rows, json);
 	return bad;
 }
 

@@ -113,6 +113,14 @@ def main():
                 cell({"us_per_2mb": o["rt"]}), cell({"us_per_2mb": o["fault"]}),
                 o["rt_x4k"], o["fault_x4k"],
                 "%.0f [%.0f..%.0f]" % (lat["median"], lat["min"], lat["max"]), whole))
+        oph = bench.get("orders_phases_us_per_2mb", [])
+        if oph:
+            print("\n  phases by order, us per 2 MB")
+            print("  %-8s %-7s" % ("folio", "path") + "".join(" %9s" % p for p in PHASES))
+            for p in oph:
+                name = "%d kB" % p["folio_kb"] if p["order"] else "4K"
+                print("  %-8s %-7s" % (name, p["path"]) +
+                      "".join(" %9.0f" % p[ph] for ph in PHASES))
         grows = bench.get("orders_gain_grows", {})
         for k, what in (("rt", "round-trip"), ("fault", "CPU-fault")):
             if k in grows:
