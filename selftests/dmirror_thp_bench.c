@@ -153,60 +153,67 @@ static void usage(FILE *f, const char *argv0)
 "  -h, --help\n", argv0);
 }
 
-static int parse_sizes(struct opts *o, const char *arg)
+/*
+ * A comma-separated list of at most @max numbers in [lo, hi], into @out;
+ * returns how many, or -1 after naming the first bad one.
+ */
+static int parse_list(const char *arg, unsigned long lo, unsigned long hi,
+		      unsigned long *out, int max, const char *what)
 {
 	char *copy = strdup(arg), *tok, *save = NULL;
-	int ret = 0;
+	int n = 0;
 
 	if (!copy)
 		return -1;
-	o->nsizes = 0;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *end;
 		unsigned long v = strtoul(tok, &end, 10);
 
-		if (*end || !v || v % 2 || v > 65536 || o->nsizes >= MAX_SIZES) {
-			fprintf(stderr, "bad size '%s' (MB, even, 2..65536, at most %d)\n",
-				tok, MAX_SIZES);
-			ret = -1;
+		if (*end || v < lo || v > hi || n >= max) {
+			fprintf(stderr, "bad %s '%s' (%lu..%lu, at most %d)\n",
+				what, tok, lo, hi, max);
+			n = -1;
 			break;
 		}
-		o->sizes_mb[o->nsizes++] = v;
+		out[n++] = v;
 	}
-	if (!ret && !o->nsizes)
-		ret = -1;
 	free(copy);
-	return ret;
+	return n;
+}
+
+static int parse_sizes(struct opts *o, const char *arg)
+{
+	unsigned long v[MAX_SIZES];
+	int i, n = parse_list(arg, 2, 65536, v, MAX_SIZES, "size in MB");
+
+	for (i = 0; i < n; i++) {
+		if (v[i] % 2) {
+			fprintf(stderr, "bad size '%lu' (MB, even)\n", v[i]);
+			return -1;
+		}
+		o->sizes_mb[i] = v[i];
+	}
+	o->nsizes = n;
+	return n > 0 ? 0 : -1;
 }
 
 /* --orders: 4K first, then the mTHP orders, then the PMD. */
 static int parse_orders(struct opts *o, const char *arg)
 {
-	char *copy = strdup(arg), *tok, *save = NULL;
-	int ret = 0;
+	unsigned long v[MAX_ORDERS - 2];
+	int i, n = 0;
 
-	if (!copy)
+	if (strcmp(arg, "none"))
+		n = parse_list(arg, DM_MTHP_MIN_ORDER, DM_PMD_ORDER - 1, v,
+			       MAX_ORDERS - 2, "order");
+	if (n < 0)
 		return -1;
 	o->norders = 0;
 	o->orders[o->norders++] = 0;
-	for (tok = strtok_r(copy, ",", &save);
-	     tok && strcmp(arg, "none"); tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		unsigned long v = strtoul(tok, &end, 10);
-
-		if (*end || v < DM_MTHP_MIN_ORDER || v >= DM_PMD_ORDER ||
-		    o->norders >= MAX_ORDERS - 1) {
-			fprintf(stderr, "bad order '%s' (%d..%d, at most %d)\n",
-				tok, DM_MTHP_MIN_ORDER, DM_PMD_ORDER - 1,
-				MAX_ORDERS - 2);
-			ret = -1;
-			break;
-		}
-		o->orders[o->norders++] = v;
-	}
+	for (i = 0; i < n; i++)
+		o->orders[o->norders++] = v[i];
 	o->orders[o->norders++] = DM_PMD_ORDER;
-	free(copy);
-	return ret;
+	return 0;
 }
 
 static int parse_int(const char *arg, int lo, int hi, int *out)
@@ -1288,6 +1295,12 @@ int main(int argc, char **argv)
 	printf(" MB; %s; %d warm-up + %d timed rounds; device %d\n",
 	       o.stock ? "4K only (stock test_hmm)" : "THP and 4K", o.warmup,
 	       o.iters, o.dev);
+	if (!o.stock && o.norders) {
+		printf("# plan: folio orders");
+		for (i = 0; i < o.norders; i++)
+			printf(" %lu", o.orders[i] ? dm_order_kb(o.orders[i]) : 4);
+		printf(" kB, %zu MB each\n", o.order_mb);
+	}
 	if (o.iters < 5)
 		printf("# note: fewer than 5 rounds: a quick look, not a report\n");
 	if (o.dry_run)

@@ -95,40 +95,36 @@ int dm_set_flags(int fd, uint64_t flags)
 	return dm_cmd(fd, HMM_DMIRROR_FLAGS, 0, 0, flags, NULL);
 }
 
-int dm_stats(int fd, struct dmirror_thp_stats *st)
+/* An ioctl, retried on EINTR; 0 or -errno. */
+static int dm_ioctl(int fd, unsigned long request, void *arg)
 {
 	int ret;
 
+	do {
+		ret = ioctl(fd, request, arg);
+	} while (ret < 0 && errno == EINTR);
+	return ret < 0 ? -errno : 0;
+}
+
+int dm_stats(int fd, struct dmirror_thp_stats *st)
+{
 	memset(st, 0, sizeof(*st));
 	st->version = DMIRROR_THP_STATS_VERSION;
 	st->size = sizeof(*st);
-	do {
-		ret = ioctl(fd, HMM_DMIRROR_STATS, st);
-	} while (ret < 0 && errno == EINTR);
-	return ret < 0 ? -errno : 0;
+	return dm_ioctl(fd, HMM_DMIRROR_STATS, st);
 }
 
 int dm_order_stats(int fd, struct dmirror_thp_order_stats *os)
 {
-	int ret;
-
 	memset(os, 0, sizeof(*os));
 	os->version = DMIRROR_THP_ORDER_STATS_VERSION;
 	os->size = sizeof(*os);
-	do {
-		ret = ioctl(fd, HMM_DMIRROR_ORDER_STATS, os);
-	} while (ret < 0 && errno == EINTR);
-	return ret < 0 ? -errno : 0;
+	return dm_ioctl(fd, HMM_DMIRROR_ORDER_STATS, os);
 }
 
 int dm_stats_reset(int fd)
 {
-	int ret;
-
-	do {
-		ret = ioctl(fd, HMM_DMIRROR_STATS_RESET);
-	} while (ret < 0 && errno == EINTR);
-	return ret < 0 ? -errno : 0;
+	return dm_ioctl(fd, HMM_DMIRROR_STATS_RESET, NULL);
 }
 
 bool dm_pool_balanced(const struct dmirror_thp_stats *st)
