@@ -488,6 +488,27 @@ struct bench_buf {
 	enum mode mode;
 };
 
+/*
+ * MIGRATE_TO_DEV is best effort, as migrate_vma is: a page that reclaim,
+ * compaction or another migration holds at that moment stays in system
+ * memory, and the device's read-back then fails with ENOENT.  Such a round
+ * did not move the whole buffer: everything goes back, and the round runs
+ * again, at most MAX_REDO times in a run.  The report says how many.
+ */
+#define MAX_REDO	3
+static int rounds_redone;
+
+/* 1: run the round again; otherwise the round's error. */
+static int round_redo(int fd, struct dm_buf *b, int ret, const char *what)
+{
+	if (ret != -ENOENT || rounds_redone >= MAX_REDO)
+		return ret;
+	rounds_redone++;
+	fprintf(stderr, "# %s: a page stayed in system memory (ENOENT): the round runs again\n",
+		what);
+	return dm_to_sys(fd, b->ptr, dm_npages(b->size), NULL) ? ret : 1;
+}
+
 static int buf_setup(struct bench_buf *bb, size_t size, enum mode mode)
 {
 	int ret = dm_buf_alloc(&bb->b, size, PROT_READ | PROT_WRITE,
@@ -632,12 +653,22 @@ static int run_size(int fd, const struct opts *o, struct row *rw)
 				rw->to_user_us[it] = u;
 			}
 		}
-		for (k = first; k < MODE_NR && !ret; k++)
+		for (k = first; k < MODE_NR && !ret; k++) {
 			ret = round_migrate(fd, o->stock, &bb[k], &rw->res[k], it);
+			if (round_redo(fd, &bb[k].b, ret, mode_name[k]) == 1) {
+				ret = 0;
+				k--;
+			}
+		}
 	}
 	for (it = -o->warmup; it < o->iters && !ret; it++)
-		for (k = first; k < MODE_NR && !ret; k++)
+		for (k = first; k < MODE_NR && !ret; k++) {
 			ret = round_fault(fd, o->stock, &bb[k], &rw->res[k], it);
+			if (round_redo(fd, &bb[k].b, ret, mode_name[k]) == 1) {
+				ret = 0;
+				k--;
+			}
+		}
 	for (k = first; k < MODE_NR && !ret; k++)
 		if (dm_verify(bb[k].b.ptr, size, 0xbe) != -1) {
 			fprintf(stderr, "%zu MB %s: data corrupted\n", rw->size_mb,
@@ -800,11 +831,21 @@ static int run_orders(int fd, const struct opts *o, struct order_row *rows)
 	for (k = 1; k < o->norders && !ret; k++)
 		ret = mthp_set_enabled(dm_order_kb(o->orders[k]), "always");
 	for (it = -o->warmup; it < o->iters && !ret; it++)
-		for (k = 0; k < o->norders && !ret; k++)
+		for (k = 0; k < o->norders && !ret; k++) {
 			ret = order_round_rt(fd, &bufs[k], &rows[k], it);
+			if (round_redo(fd, &bufs[k], ret, "order") == 1) {
+				ret = 0;
+				k--;
+			}
+		}
 	for (it = -o->warmup; it < o->iters && !ret; it++)
-		for (k = 0; k < o->norders && !ret; k++)
+		for (k = 0; k < o->norders && !ret; k++) {
 			ret = order_round_fault(fd, &bufs[k], &rows[k], it);
+			if (round_redo(fd, &bufs[k], ret, "order") == 1) {
+				ret = 0;
+				k--;
+			}
+		}
 	for (k = 0; k < o->norders && !ret; k++) {
 		if (dm_verify(bufs[k].ptr, size, 0xbe) != -1) {
 			fprintf(stderr, "order %u: data corrupted\n", rows[k].order);
@@ -1053,6 +1094,8 @@ static void report_head(const struct opts *o, struct row *rows, FILE *json)
 	printf("\n# dmirror-thp-bench: %s, device %d, %d round(s) after %d warm-up; median [min..max], us per 2 MB\n",
 	       o->stock ? "stock test_hmm, 4K only" : "dmirror-thp", o->dev,
 	       o->iters, o->warmup);
+	printf("# rounds run again because a page stayed in system memory: %d (at most %d)\n",
+	       rounds_redone, MAX_REDO);
 	for (i = 0; i < o->nsizes; i++) {
 		struct summary c = summarize(rows[i].copy_us, o->iters);
 		struct summary u = summarize(rows[i].to_user_us, o->iters);
@@ -1075,8 +1118,8 @@ static void report_head(const struct opts *o, struct row *rows, FILE *json)
 		fprintf(json, ", \"%.*s\": \"%s\"", (int)(eq - o->meta[i]),
 			o->meta[i], eq + 1);
 	}
-	fprintf(json, "},\n  \"iters\": %d, \"warmup\": %d, \"device\": %d",
-		o->iters, o->warmup, o->dev);
+	fprintf(json, "},\n  \"iters\": %d, \"warmup\": %d, \"device\": %d, \"rounds_redone\": %d",
+		o->iters, o->warmup, o->dev, rounds_redone);
 	a = jarr_open(json, "ceiling_us_per_2mb");
 	for (i = 0; i < o->nsizes; i++) {
 		if (!rows[i].have_ceiling || !(j = jarr_item(&a)))

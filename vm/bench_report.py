@@ -59,6 +59,9 @@ def main():
         meta.get("accel")))
     print("# kernel %s, series %s; %d rounds after %d warm-up, median [min..max]" % (
         meta.get("kernel"), meta.get("series"), bench["iters"], bench["warmup"]))
+    if bench.get("rounds_redone"):
+        print("# %d round(s) run again: MIGRATE_TO_DEV left a page in system memory" %
+              bench["rounds_redone"])
     # The in-kernel copy ceiling, measured at each size in the same run.
     limits = {}
     for c in bench.get("ceiling_us_per_2mb", []):
