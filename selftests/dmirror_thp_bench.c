@@ -564,6 +564,28 @@ static int round_migrate(int fd, bool stock, struct bench_buf *bb,
 }
 
 /*
+ * Fault [base, base + size) back, one byte read per @stride, timing each
+ * @region apart: returns the total in seconds, and appends each region's
+ * time in us to @lat unless it is NULL.
+ */
+static double fault_regions(char *base, size_t size, size_t region,
+			    size_t stride, double *lat, size_t *nlat)
+{
+	double total = 0, t0, dt;
+	size_t off;
+
+	for (off = 0; off < size; off += region) {
+		t0 = dm_now();
+		(void)dm_touch_read(base + off, region, stride);
+		dt = dm_now() - t0;
+		total += dt;
+		if (lat)
+			lat[(*nlat)++] = dt * 1e6;
+	}
+	return total;
+}
+
+/*
  * One fault round of one mode: migrate (untimed), then read one byte per
  * 2 MB (THP) or per page (4K), timing each 2 MB region; the rest goes back
  * with MIGRATE_TO_SYS, untimed.
@@ -571,11 +593,10 @@ static int round_migrate(int fd, bool stock, struct bench_buf *bb,
 static int round_fault(int fd, bool stock, struct bench_buf *bb,
 		       struct result *r, int it)
 {
-	const size_t np = dm_npages(r->size), nreg = r->size / DM_THP_SIZE;
+	const size_t np = dm_npages(r->size);
 	const size_t stride = bb->mode == MODE_THP ? DM_THP_SIZE : DM_PAGE_SIZE;
 	struct dmirror_thp_phases p0, p1;
-	double t0, total = 0;
-	size_t reg;
+	double total;
 	int ret;
 
 	ret = dm_to_dev(fd, bb->b.ptr, np, bb->b.mirror, NULL);
@@ -583,17 +604,8 @@ static int round_fault(int fd, bool stock, struct bench_buf *bb,
 		return ret;
 	if (!stock && read_phases(fd, &p0))
 		return -EIO;
-	for (reg = 0; reg < nreg; reg++) {
-		char *p = bb->b.ptr + reg * DM_THP_SIZE;
-		double dt;
-
-		t0 = dm_now();
-		(void)dm_touch_read(p, DM_THP_SIZE, stride);
-		dt = dm_now() - t0;
-		total += dt;
-		if (it >= 0)
-			r->lat[r->nlat++] = dt * 1e6;
-	}
+	total = fault_regions(bb->b.ptr, r->size, DM_THP_SIZE, stride,
+			      it >= 0 ? r->lat : NULL, &r->nlat);
 	if (it >= 0) {
 		r->t[M_FAULT][it] = total;
 		if (!stock) {
@@ -779,8 +791,7 @@ static int order_round_fault(int fd, struct dm_buf *b, struct order_row *or,
 {
 	size_t np = dm_npages(or->size), fsize = DM_PAGE_SIZE << or->order;
 	struct dmirror_thp_phases p0, p1;
-	double total = 0, t0, dt;
-	size_t off;
+	double total;
 	int ret;
 
 	ret = dm_to_dev(fd, b->ptr, np, b->mirror, NULL);
@@ -788,14 +799,8 @@ static int order_round_fault(int fd, struct dm_buf *b, struct order_row *or,
 		return ret;
 	if (read_phases(fd, &p0))
 		return -EIO;
-	for (off = 0; off < or->size; off += fsize) {
-		t0 = dm_now();
-		(void)*(volatile char *)(b->ptr + off);
-		dt = dm_now() - t0;
-		total += dt;
-		if (it >= 0)
-			or->lat[or->nlat++] = dt * 1e6;
-	}
+	total = fault_regions(b->ptr, or->size, fsize, fsize,
+			      it >= 0 ? or->lat : NULL, &or->nlat);
 	if (it >= 0) {
 		or->t[M_FAULT][it] = total;
 		if (read_phases(fd, &p1))
