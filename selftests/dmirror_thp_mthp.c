@@ -240,6 +240,10 @@ TEST_F_TIMEOUT(mthp, round_trip, 180)
 	ASSERT_EQ(variant->way == WAY_FAULT ? (long)whole_back : 0,
 		  n1.fault_alloc - n0.fault_alloc);
 	ASSERT_EQ((long)split_back, n1.split - n0.split);
+	if (!split_back) {
+		ASSERT_EQ(n0.split_pmd, n1.split_pmd);
+		ASSERT_EQ(n0.split_page, n1.split_page);
+	}
 	ASSERT_DATA(b->ptr, BUF_SIZE, SEED);
 }
 
