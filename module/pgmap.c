@@ -40,7 +40,7 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 	unsigned long start = vmf->address & PAGE_MASK;
 	unsigned long pmd_start = ALIGN_DOWN(vmf->address, PMD_SIZE);
 	struct folio *folio = page_folio(vmf->page);
-	unsigned long fstart = 0;
+	unsigned long fstart;
 	struct dmirror_migrate_ctx ctx = {
 		.mdevice = mdevice,
 		.mm = vma->vm_mm,
@@ -58,14 +58,16 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 	dmirror_count(mdevice, DSTAT_CPU_FAULTS, 1);
 	dmirror_clock_start(&ctx, HMM_DMIRROR_PATH_FAULT);
 
-	if (folio_order(folio) == HPAGE_PMD_ORDER) {
-		/* vmf->page is the head, whatever the address in the PMD. */
+	/*
+	 * The folio's range: on a PMD, vmf->page is the head whatever the
+	 * address; on a PTE, it is the page that faulted.
+	 */
+	if (folio_order(folio) == HPAGE_PMD_ORDER)
 		fstart = pmd_start;
-	} else if (folio_test_large(folio)) {
+	else
 		fstart = start - folio_page_idx(folio, vmf->page) * PAGE_SIZE;
-	}
-	if (fstart && fstart >= vma->vm_start && fstart <= start &&
-	    fstart + folio_size(folio) <= vma->vm_end) {
+	if (folio_test_large(folio) && fstart >= vma->vm_start &&
+	    fstart <= start && fstart + folio_size(folio) <= vma->vm_end) {
 		start = fstart;
 		nr = folio_nr_pages(folio);
 		args.flags |= MIGRATE_VMA_SELECT_COMPOUND;
