@@ -100,14 +100,19 @@ struct opts {
 
 struct summary { double med, min, max; };
 
-/* One (size, mode): seconds per round of each metric, lat_2m per region. */
+/*
+ * One buffer, a (size, mode) or an order of the sweep: seconds per round of
+ * each metric, the fault time of each region of every round, and how many
+ * folios of its order moved whole, of how many.
+ */
 struct result {
 	bool done;
+	unsigned int order;
 	size_t size;
 	double t[M_NR][MAX_ITERS];
-	double *lat;		/* every region of every round */
+	double *lat;		/* every region of every round, us */
 	size_t nlat;
-	unsigned long long thp_moved, thp_expected;
+	unsigned long long moved, expected;
 	double phase_ns[HMM_DMIRROR_PATH_NR][HMM_DMIRROR_PHASE_NR];
 };
 
@@ -483,9 +488,14 @@ static int measure_ceiling(int fd, char *buf, double *copy_us,
 	return 0;
 }
 
+/*
+ * A filled buffer of folios of @order (0: 4K pages).  Its CPU fault round
+ * reads one byte per folio and times each @region apart.
+ */
 struct bench_buf {
 	struct dm_buf b;
-	enum mode mode;
+	unsigned int order;
+	size_t region;
 };
 
 /*
@@ -498,23 +508,36 @@ struct bench_buf {
 #define MAX_REDO	3
 static int rounds_redone;
 
-/* 1: run the round again; otherwise the round's error. */
-static int round_redo(int fd, struct dm_buf *b, int ret, const char *what)
+typedef int (*round_fn)(int fd, bool stock, struct bench_buf *bb,
+			struct result *r, int it);
+
+/* Run one round, again after an ENOENT (see above). */
+static int run_round(round_fn round, int fd, bool stock, struct bench_buf *bb,
+		     struct result *r, int it)
 {
-	if (ret != -ENOENT || rounds_redone >= MAX_REDO)
-		return ret;
-	rounds_redone++;
-	fprintf(stderr, "# %s: a page stayed in system memory (ENOENT): the round runs again\n",
-		what);
-	return dm_to_sys(fd, b->ptr, dm_npages(b->size), NULL) ? ret : 1;
+	int ret;
+
+	while ((ret = round(fd, stock, bb, r, it)) == -ENOENT &&
+	       rounds_redone < MAX_REDO) {
+		rounds_redone++;
+		fprintf(stderr, "# %zu MB, order %u: a page stayed in system memory (ENOENT): the round runs again\n",
+			r->size >> 20, bb->order);
+		if (dm_to_sys(fd, bb->b.ptr, dm_npages(bb->b.size), NULL))
+			break;
+	}
+	return ret;
 }
 
-static int buf_setup(struct bench_buf *bb, size_t size, enum mode mode)
+/* A 4K buffer (order 0) is MADV_NOHUGEPAGE, a PMD one MADV_HUGEPAGE. */
+static int buf_setup(struct bench_buf *bb, size_t size, unsigned int order,
+		     size_t region)
 {
 	int ret = dm_buf_alloc(&bb->b, size, PROT_READ | PROT_WRITE,
-			       mode == MODE_THP ? DM_THP_ON : DM_THP_OFF);
+			       !order ? DM_THP_OFF :
+			       order == DM_PMD_ORDER ? DM_THP_ON : DM_THP_NONE);
 
-	bb->mode = mode;
+	bb->order = order;
+	bb->region = region;
 	if (ret)
 		return ret;
 	dm_fill(bb->b.ptr, size, 0xbe);
@@ -527,7 +550,7 @@ static int round_migrate(int fd, bool stock, struct bench_buf *bb,
 {
 	const size_t np = dm_npages(r->size);
 	struct dmirror_thp_phases p0, p1, p2;
-	struct dmirror_thp_stats st;
+	struct dmirror_thp_order_stats os;
 	double t0, t1, t2, t3;
 	int ret;
 
@@ -552,13 +575,13 @@ static int round_migrate(int fd, bool stock, struct bench_buf *bb,
 	r->t[M_RT][it] = r->t[M_TO_DEV][it] + r->t[M_TO_SYS][it];
 	if (stock)
 		return 0;
-	if (read_phases(fd, &p2) || dm_stats(fd, &st))
+	if (read_phases(fd, &p2) || dm_order_stats(fd, &os))
 		return -EIO;
 	add_phases(r->phase_ns, &p0, &p1, HMM_DMIRROR_PATH_TO_DEV);
 	add_phases(r->phase_ns, &p1, &p2, HMM_DMIRROR_PATH_TO_SYS);
-	if (bb->mode == MODE_THP) {
-		r->thp_moved += st.thp_to_dev + st.thp_to_sys;
-		r->thp_expected += 2 * (r->size / DM_THP_SIZE);
+	if (bb->order) {
+		r->moved += os.to_dev[bb->order] + os.to_sys[bb->order];
+		r->expected += 2 * (np >> bb->order);
 	}
 	return 0;
 }
@@ -586,15 +609,14 @@ static double fault_regions(char *base, size_t size, size_t region,
 }
 
 /*
- * One fault round of one mode: migrate (untimed), then read one byte per
- * 2 MB (THP) or per page (4K), timing each 2 MB region; the rest goes back
- * with MIGRATE_TO_SYS, untimed.
+ * One fault round: migrate (untimed), then read one byte per folio, timing
+ * each region; the rest goes back with MIGRATE_TO_SYS, untimed.
  */
 static int round_fault(int fd, bool stock, struct bench_buf *bb,
 		       struct result *r, int it)
 {
 	const size_t np = dm_npages(r->size);
-	const size_t stride = bb->mode == MODE_THP ? DM_THP_SIZE : DM_PAGE_SIZE;
+	const size_t stride = DM_PAGE_SIZE << bb->order;
 	struct dmirror_thp_phases p0, p1;
 	double total;
 	int ret;
@@ -604,7 +626,7 @@ static int round_fault(int fd, bool stock, struct bench_buf *bb,
 		return ret;
 	if (!stock && read_phases(fd, &p0))
 		return -EIO;
-	total = fault_regions(bb->b.ptr, r->size, DM_THP_SIZE, stride,
+	total = fault_regions(bb->b.ptr, r->size, bb->region, stride,
 			      it >= 0 ? r->lat : NULL, &r->nlat);
 	if (it >= 0) {
 		r->t[M_FAULT][it] = total;
@@ -633,10 +655,11 @@ static int run_size(int fd, const struct opts *o, struct row *rw)
 
 	for (k = first; k < MODE_NR; k++) {
 		rw->res[k].size = size;
+		rw->res[k].order = k == MODE_THP ? DM_PMD_ORDER : 0;
 		rw->res[k].lat = calloc(nreg * o->iters, sizeof(double));
 		if (!rw->res[k].lat)
 			return -ENOMEM;
-		ret = buf_setup(&bb[k], size, k);
+		ret = buf_setup(&bb[k], size, rw->res[k].order, DM_THP_SIZE);
 		if (ret)
 			goto out;
 	}
@@ -665,22 +688,14 @@ static int run_size(int fd, const struct opts *o, struct row *rw)
 				rw->to_user_us[it] = u;
 			}
 		}
-		for (k = first; k < MODE_NR && !ret; k++) {
-			ret = round_migrate(fd, o->stock, &bb[k], &rw->res[k], it);
-			if (round_redo(fd, &bb[k].b, ret, mode_name[k]) == 1) {
-				ret = 0;
-				k--;
-			}
-		}
+		for (k = first; k < MODE_NR && !ret; k++)
+			ret = run_round(round_migrate, fd, o->stock, &bb[k],
+					&rw->res[k], it);
 	}
 	for (it = -o->warmup; it < o->iters && !ret; it++)
-		for (k = first; k < MODE_NR && !ret; k++) {
-			ret = round_fault(fd, o->stock, &bb[k], &rw->res[k], it);
-			if (round_redo(fd, &bb[k].b, ret, mode_name[k]) == 1) {
-				ret = 0;
-				k--;
-			}
-		}
+		for (k = first; k < MODE_NR && !ret; k++)
+			ret = run_round(round_fault, fd, o->stock, &bb[k],
+					&rw->res[k], it);
 	for (k = first; k < MODE_NR && !ret; k++)
 		if (dm_verify(bb[k].b.ptr, size, 0xbe) != -1) {
 			fprintf(stderr, "%zu MB %s: data corrupted\n", rw->size_mb,
@@ -702,38 +717,24 @@ out:
 
 /* ---- the folio-order sweep ---- */
 
-/* One order of the sweep: seconds per round, us per folio fault. */
-struct order_row {
-	unsigned int order;
-	size_t size;
-	double t[M_NR][MAX_ITERS];	/* to_dev, to_sys, rt, fault */
-	double *lat;			/* every folio of every round, us */
-	size_t nlat;
-	unsigned long long moved, expected;
-	double phase_ns[HMM_DMIRROR_PATH_NR][HMM_DMIRROR_PHASE_NR];
-	bool done;
-};
-
-/* A buffer of folios of @order: that size alone is enabled to fill it. */
-static int order_buf_setup(struct dm_buf *b, size_t size, unsigned int order)
+/*
+ * A buffer of folios of @order, each fault round timed folio by folio:
+ * that size alone is enabled to fill it, and kpageflags must show it whole.
+ */
+static int order_buf_setup(struct bench_buf *bb, size_t size,
+			   unsigned int order)
 {
-	size_t nr = 1UL << order;
+	size_t nr = 1UL << order, folio = DM_PAGE_SIZE << order;
 	long whole;
 	int ret;
 
 	ret = mthp_policy_only(order ? order : DM_PMD_ORDER,
 			       order ? "always" : "never");
-	if (ret)
+	if (!ret)
+		ret = buf_setup(bb, size, order, folio);
+	if (ret || !order)
 		return ret;
-	ret = dm_buf_alloc(b, size, PROT_READ | PROT_WRITE,
-			   !order ? DM_THP_OFF :
-			   order == DM_PMD_ORDER ? DM_THP_ON : DM_THP_NONE);
-	if (ret)
-		return ret;
-	dm_fill(b->ptr, size, 0xbe);
-	if (!order)
-		return 0;
-	whole = pm_count_folios(b->ptr, dm_npages(size), nr);
+	whole = pm_count_folios(bb->b.ptr, dm_npages(size), nr);
 	if (whole != (long)(dm_npages(size) / nr)) {
 		fprintf(stderr, "order %u: %ld of %zu folios of the order\n",
 			order, whole, dm_npages(size) / nr);
@@ -742,82 +743,14 @@ static int order_buf_setup(struct dm_buf *b, size_t size, unsigned int order)
 	return 0;
 }
 
-/* Folios of the row's order that moved, each way, since the last reset. */
-static int order_moved(int fd, struct order_row *or)
-{
-	struct dmirror_thp_order_stats os;
-
-	if (dm_order_stats(fd, &os))
-		return -EIO;
-	or->moved += os.to_dev[or->order] + os.to_sys[or->order];
-	or->expected += 2 * (or->size >> (or->order + 12));
-	return 0;
-}
-
-/* One round trip of one order, to_dev and to_sys timed apart. */
-static int order_round_rt(int fd, struct dm_buf *b, struct order_row *or,
-			  int it)
-{
-	size_t np = dm_npages(or->size);
-	struct dmirror_thp_phases p0, p1, p2;
-	double t0, t1, t2, t3;
-	int ret;
-
-	if (dm_stats_reset(fd) || read_phases(fd, &p0))
-		return -EIO;
-	t0 = dm_now();
-	ret = dm_to_dev(fd, b->ptr, np, b->mirror, NULL);
-	t1 = dm_now();
-	if (ret || read_phases(fd, &p1))
-		return ret ? ret : -EIO;
-	t2 = dm_now();
-	ret = dm_to_sys(fd, b->ptr, np, NULL);
-	t3 = dm_now();
-	if (ret || it < 0)
-		return ret;
-	if (read_phases(fd, &p2))
-		return -EIO;
-	add_phases(or->phase_ns, &p0, &p1, HMM_DMIRROR_PATH_TO_DEV);
-	add_phases(or->phase_ns, &p1, &p2, HMM_DMIRROR_PATH_TO_SYS);
-	or->t[M_TO_DEV][it] = t1 - t0;
-	or->t[M_TO_SYS][it] = t3 - t2;
-	or->t[M_RT][it] = or->t[M_TO_DEV][it] + or->t[M_TO_SYS][it];
-	return or->order ? order_moved(fd, or) : 0;
-}
-
-/* One fault round: migrate, then read one byte per folio, each timed. */
-static int order_round_fault(int fd, struct dm_buf *b, struct order_row *or,
-			     int it)
-{
-	size_t np = dm_npages(or->size), fsize = DM_PAGE_SIZE << or->order;
-	struct dmirror_thp_phases p0, p1;
-	double total;
-	int ret;
-
-	ret = dm_to_dev(fd, b->ptr, np, b->mirror, NULL);
-	if (ret)
-		return ret;
-	if (read_phases(fd, &p0))
-		return -EIO;
-	total = fault_regions(b->ptr, or->size, fsize, fsize,
-			      it >= 0 ? or->lat : NULL, &or->nlat);
-	if (it >= 0) {
-		or->t[M_FAULT][it] = total;
-		if (read_phases(fd, &p1))
-			return -EIO;
-		add_phases(or->phase_ns, &p0, &p1, HMM_DMIRROR_PATH_FAULT);
-	}
-	return dm_to_sys(fd, b->ptr, np, NULL);
-}
-
 /*
  * The sweep: a buffer per order, then in each round every order one after
  * the other, with every swept size enabled so that a fault may bring each
  * folio back at its order.  The policy is restored at the end.
  */
-static int run_orders(int fd, const struct opts *o, struct order_row *rows)
+static int run_orders(int fd, const struct opts *o, struct result *rows)
 {
-	struct dm_buf bufs[MAX_ORDERS] = {};
+	struct bench_buf bufs[MAX_ORDERS] = {};
 	size_t size = o->order_mb << 20;
 	struct mthp_policy saved;
 	int k, it, ret;
@@ -836,30 +769,22 @@ static int run_orders(int fd, const struct opts *o, struct order_row *rows)
 	for (k = 1; k < o->norders && !ret; k++)
 		ret = mthp_set_enabled(dm_order_kb(o->orders[k]), "always");
 	for (it = -o->warmup; it < o->iters && !ret; it++)
-		for (k = 0; k < o->norders && !ret; k++) {
-			ret = order_round_rt(fd, &bufs[k], &rows[k], it);
-			if (round_redo(fd, &bufs[k], ret, "order") == 1) {
-				ret = 0;
-				k--;
-			}
-		}
+		for (k = 0; k < o->norders && !ret; k++)
+			ret = run_round(round_migrate, fd, false, &bufs[k],
+					&rows[k], it);
 	for (it = -o->warmup; it < o->iters && !ret; it++)
-		for (k = 0; k < o->norders && !ret; k++) {
-			ret = order_round_fault(fd, &bufs[k], &rows[k], it);
-			if (round_redo(fd, &bufs[k], ret, "order") == 1) {
-				ret = 0;
-				k--;
-			}
-		}
+		for (k = 0; k < o->norders && !ret; k++)
+			ret = run_round(round_fault, fd, false, &bufs[k],
+					&rows[k], it);
 	for (k = 0; k < o->norders && !ret; k++) {
-		if (dm_verify(bufs[k].ptr, size, 0xbe) != -1) {
+		if (dm_verify(bufs[k].b.ptr, size, 0xbe) != -1) {
 			fprintf(stderr, "order %u: data corrupted\n", rows[k].order);
 			ret = -EIO;
 		}
 	}
 	for (k = 0; k < o->norders; k++) {
 		rows[k].done = !ret;
-		dm_buf_free(&bufs[k]);
+		dm_buf_free(&bufs[k].b);
 	}
 	if (mthp_policy_restore(&saved) && !ret)
 		ret = -EIO;
@@ -980,7 +905,7 @@ static void jarr_close(struct jarr *a)
 }
 
 /* Where the time of each order goes, per path and phase, us per 2 MB. */
-static void report_order_phases(const struct opts *o, struct order_row *rows,
+static void report_order_phases(const struct opts *o, struct result *rows,
 				FILE *json)
 {
 	static const int ms[] = { M_TO_DEV, M_TO_SYS, M_FAULT };
@@ -1017,7 +942,7 @@ static void report_order_phases(const struct opts *o, struct order_row *rows,
 }
 
 /* The order table: each order against 4K, and the moves were whole. */
-static int report_orders(const struct opts *o, struct order_row *rows,
+static int report_orders(const struct opts *o, struct result *rows,
 			 FILE *json)
 {
 	static const int ms[] = { M_TO_DEV, M_TO_SYS, M_RT, M_FAULT };
@@ -1034,15 +959,12 @@ static int report_orders(const struct opts *o, struct order_row *rows,
 	printf("# %-7s %22s %22s %22s %22s %7s %7s %18s\n", "folio", "to_dev",
 	       "to_sys", "rt", "fault", "rt x4K", "flt x4K", "fault us/folio");
 	for (k = 0; k < o->norders; k++) {
-		struct order_row *or = &rows[k];
+		struct result *or = &rows[k];
 		struct summary sm[M_NR], lat = summarize(or->lat, or->nlat);
 		char name[16];
 
 		for (i = 0; i < 4; i++) {
-			sm[ms[i]] = summarize(or->t[ms[i]], o->iters);
-			sm[ms[i]].med = us_per_2m(sm[ms[i]].med, or->size);
-			sm[ms[i]].min = us_per_2m(sm[ms[i]].min, or->size);
-			sm[ms[i]].max = us_per_2m(sm[ms[i]].max, or->size);
+			sm[ms[i]] = metric_us(or, ms[i], o->iters);
 			if (!k)
 				base[ms[i]] = sm[ms[i]].med;
 		}
@@ -1290,7 +1212,7 @@ static void report_targets(const struct opts *o, struct row *rows, FILE *json)
 }
 
 static int report(const struct opts *o, struct row *rows,
-		  struct order_row *orows, FILE *csv, FILE *json)
+		  struct result *orows, FILE *csv, FILE *json)
 {
 	int nres;
 
@@ -1315,9 +1237,9 @@ static int check_thp_moved(const struct opts *o, const struct row *rows)
 	for (i = 0; i < o->nsizes && !o->stock; i++) {
 		const struct result *r = &rows[i].res[MODE_THP];
 
-		if (r->done && r->thp_moved != r->thp_expected) {
+		if (r->done && r->moved != r->expected) {
 			fprintf(stderr, "%zu MB: %llu of %llu THP moves were whole THPs\n",
-				rows[i].size_mb, r->thp_moved, r->thp_expected);
+				rows[i].size_mb, r->moved, r->expected);
 			bad = 1;
 		}
 	}
@@ -1327,7 +1249,7 @@ static int check_thp_moved(const struct opts *o, const struct row *rows)
 int main(int argc, char **argv)
 {
 	static struct row rows[MAX_SIZES];
-	static struct order_row orows[MAX_ORDERS];
+	static struct result orows[MAX_ORDERS];
 	FILE *csv = NULL, *json = NULL;
 	double start = dm_now();
 	struct opts o;
