@@ -297,18 +297,15 @@ static int exit_child(void *p)
 	size_t nr = 1UL << a->order, np = dm_npages(BUF_SIZE);
 	struct dmirror_thp_order_stats os;
 	struct hmm_dmirror_cmd cmd;
-	char *buf, *mirror;
+	struct dm_buf b;
 	int fd = dm_open(0);
 
 	if (fd < 0)
 		return 10;
-	buf = mmap(NULL, BUF_SIZE * 2, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	mirror = malloc(BUF_SIZE);
-	if (buf == MAP_FAILED || !mirror)
+	if (dm_buf_alloc(&b, BUF_SIZE, RW, DM_THP_NONE))
 		return 11;
-	buf = (char *)(((uintptr_t)buf + DM_THP_SIZE - 1) & ~(DM_THP_SIZE - 1));
-	dm_fill(buf, BUF_SIZE, SEED);
-	if (dm_stats_reset(fd) || dm_to_dev(fd, buf, np, mirror, &cmd))
+	dm_fill(b.ptr, BUF_SIZE, SEED);
+	if (dm_stats_reset(fd) || dm_to_dev(fd, b.ptr, np, b.mirror, &cmd))
 		return 12;
 	if (dm_order_stats(fd, &os) || os.to_dev[a->order] != np / nr)
 		return 13;
