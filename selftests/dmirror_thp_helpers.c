@@ -266,8 +266,7 @@ long pm_count(void *addr, size_t npages, uint64_t mask, uint64_t want)
 static bool pm_is_folio(const uint64_t *ent, size_t nr, int kpf)
 {
 	uint64_t pfn = ent[0] & PM_PFN_MASK;
-	uint64_t *flags;
-	bool ok = false;
+	uint64_t flags[DM_THP_PAGES + 1] = {};
 	size_t j;
 
 	if (!(ent[0] & PM_PRESENT) || !pfn)
@@ -275,22 +274,16 @@ static bool pm_is_folio(const uint64_t *ent, size_t nr, int kpf)
 	for (j = 1; j < nr; j++)
 		if (!(ent[j] & PM_PRESENT) || (ent[j] & PM_PFN_MASK) != pfn + j)
 			return false;
-	flags = calloc(nr + 1, sizeof(*flags));
-	if (!flags)
-		return false;
 	/* A short read at the end of memory leaves the last one 0: it ends. */
 	if (pread(kpf, flags, (nr + 1) * sizeof(*flags),
 		  pfn * sizeof(*flags)) < (ssize_t)(nr * sizeof(*flags)))
-		goto out;
+		return false;
 	if (!(flags[0] & KPF_COMPOUND_HEAD) || (flags[nr] & KPF_COMPOUND_TAIL))
-		goto out;
+		return false;
 	for (j = 1; j < nr; j++)
 		if (!(flags[j] & KPF_COMPOUND_TAIL))
-			goto out;
-	ok = true;
-out:
-	free(flags);
-	return ok;
+			return false;
+	return true;
 }
 
 long pm_count_folios(void *addr, size_t npages, size_t nr)
@@ -300,15 +293,19 @@ long pm_count_folios(void *addr, size_t npages, size_t nr)
 	size_t i;
 	int kpf, ret;
 
-	if (nr < 2)
+	if (nr < 2 || nr > DM_THP_PAGES)
 		return -EINVAL;
 	ent = malloc(npages * sizeof(*ent));
 	if (!ent)
 		return -ENOMEM;
 	ret = pm_read(addr, npages, ent);
+	if (ret) {
+		free(ent);
+		return ret;
+	}
 	kpf = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
-	if (ret || kpf < 0) {
-		ret = ret ? ret : -errno;
+	if (kpf < 0) {
+		ret = -errno;
 		free(ent);
 		return ret;
 	}
