@@ -38,26 +38,13 @@
 
 #include "dmirror.h"
 
-/*
- * The page that starts the block backing the folio at @off, for a folio
- * whose backing is one block (@off set in backing_whole): the block is used
- * rotated by one page (see dmirror_backing_alloc()), so it starts one page
- * before the backing of the folio's first page.  Its private field holds
- * the block's order.
- */
-static struct page *dmirror_backing_block(struct dmirror_chunk *chunk,
-					  unsigned long off)
-{
-	return pfn_to_page(page_to_pfn(chunk->backing[off]) - 1);
-}
-
 static void dmirror_backing_free(struct dmirror_chunk *chunk,
 				 unsigned long off, unsigned long nr)
 {
 	unsigned long i;
 
 	if (nr > 1 && test_and_clear_bit(off, chunk->backing_whole)) {
-		struct page *block = dmirror_backing_block(chunk, off);
+		struct page *block = chunk->backing[off];
 
 		set_page_private(block, 0);
 		__free_pages(block, ilog2(nr));
@@ -74,16 +61,8 @@ static void dmirror_backing_free(struct dmirror_chunk *chunk,
  * One backing page per device pfn.  For a folio, try one physically
  * contiguous block first: one allocation and one free instead of one per
  * page.  If the device folio is split, so is the block (split_page()), and
- * its pages are then freed one by one with the new folios.
- *
- * The block is used rotated by one page: device page i is backed by page
- * i + 1 of the block (the last by the first).  Under QEMU's TCG, whose
- * softmmu TLB is direct-mapped, a copy between two 2 MB-aligned ranges (a
- * system THP and an unrotated block) puts each source page and its
- * destination in the same TLB slot while the TLB is small, and every load
- * then evicts the store's entry: measured at 4 to 13 times the normal copy
- * time, depending on the TLB size of the moment.  The rotation keeps the
- * two one slot apart; it costs nothing on hardware.
+ * its pages are then freed one by one with the new folios.  The first page
+ * of a block holds the block's order in its private field.
  */
 static int dmirror_backing_alloc(struct dmirror_chunk *chunk,
 				 unsigned long off, unsigned int order)
@@ -97,8 +76,7 @@ static int dmirror_backing_alloc(struct dmirror_chunk *chunk,
 		if (page) {
 			set_page_private(page, order);
 			for (i = 0; i < nr; i++)
-				chunk->backing[off + i] =
-					nth_page(page, (i + 1) & (nr - 1));
+				chunk->backing[off + i] = nth_page(page, i);
 			set_bit(off, chunk->backing_whole);
 			return 0;
 		}
@@ -130,7 +108,7 @@ void dmirror_backing_split(struct page *page)
 
 	if (!test_and_clear_bit(off, chunk->backing_whole))
 		return;
-	block = dmirror_backing_block(chunk, off);
+	block = chunk->backing[off];
 	split_page(block, page_private(block));
 	set_page_private(block, 0);
 }

@@ -29,8 +29,6 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 
-#include <asm/tlbflush.h>
-
 #include "dmirror.h"
 
 #define DMIRROR_GFP_THP	(GFP_TRANSHUGE | __GFP_NORETRY)
@@ -546,31 +544,15 @@ out_free:
 #define DMIRROR_COPY_BENCH_MAX	4096
 #define DMIRROR_COPY_NR		DMIRROR_THP_COPY_BENCH_FOLIOS
 
-/* This CPU's whole TLB, as after the unmap of a migration. */
-static void dmirror_flush_tlb(void)
-{
-	preempt_disable();
-	__flush_tlb_all();
-	preempt_enable();
-}
-
-/* Page @j of a PMD-sized folio of the bench, laid out as a backing block. */
-static struct page *dmirror_bench_page(struct folio *folio, unsigned long j)
-{
-	return folio_page(folio, (j + 1) & (HPAGE_PMD_NR - 1));
-}
-
 /**
  * dmirror_copy_bench() - HMM_DMIRROR_COPY_BENCH: time the migration copies
  * @cb: the command; @cb->copy_ns and @cb->to_user_ns are set
  *
  * Copies PMD-sized folios the way the migration paths do, @cb->iters times,
  * cycling over DMIRROR_THP_COPY_BENCH_FOLIOS distinct folios on each side:
- * copy_highpage() page by page from a system folio into a block laid out as
- * device backing (dmirror_backing_alloc()), then from that block to the
- * user buffer @cb->ptr as READ and the read-back do.  Each folio copy
- * starts with a flushed TLB, as a migration's copy does after the unmap;
- * under TCG the refills are a good part of a copy's time.
+ * copy_highpage() page by page from a system folio into another (as into a
+ * device folio's backing block), then from that one to the user buffer
+ * @cb->ptr with copy_to_user(), as READ and the read-back do.
  *
  * Return: 0, -EINVAL, -EFAULT or -ENOMEM.
  */
@@ -600,9 +582,8 @@ int dmirror_copy_bench(struct dmirror_thp_copy_bench *cb)
 	t = ktime_get_ns();
 	for (i = 0; i < cb->iters; i++) {
 		k = i % DMIRROR_COPY_NR;
-		dmirror_flush_tlb();
 		for (j = 0; j < HPAGE_PMD_NR; j++)
-			copy_highpage(dmirror_bench_page(dst[k], j),
+			copy_highpage(folio_page(dst[k], j),
 				      folio_page(src[k], j));
 		cond_resched();
 	}
@@ -611,11 +592,10 @@ int dmirror_copy_bench(struct dmirror_thp_copy_bench *cb)
 	t = ktime_get_ns();
 	for (i = 0; i < cb->iters && !ret; i++) {
 		k = i % DMIRROR_COPY_NR;
-		dmirror_flush_tlb();
 		for (j = 0; j < HPAGE_PMD_NR && !ret; j++)
 			ret = dmirror_copy_page_to_user(uptr + k * PMD_SIZE +
 							j * PAGE_SIZE,
-							dmirror_bench_page(dst[k], j));
+							folio_page(dst[k], j));
 		cond_resched();
 	}
 	cb->to_user_ns = ktime_get_ns() - t;

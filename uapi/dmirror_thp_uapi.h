@@ -253,12 +253,14 @@ struct dmirror_thp_phases {
  * @iters:      (in) PMD-sized folios to copy each way, 1 to 4096
  * @copy_ns:    (out) time of @iters folio copies with copy_highpage(), page
  *              by page, the copy that every migration does
- * @to_user_ns: (out) time of @iters folio copies into @ptr, page by page,
- *              the copy of READ and of the read-back after MIGRATE_TO_DEV
+ * @to_user_ns: (out) time of @iters folio copies into @ptr with
+ *              copy_to_user(), page by page, the copy of READ and of the
+ *              read-back after MIGRATE_TO_DEV
  *
- * The ceiling of the migration paths on this machine, measured the way
- * they copy: each copy goes to and from folios that the previous one did
- * not touch, cycling over DMIRROR_THP_COPY_BENCH_FOLIOS of each.  EINVAL
+ * The ceiling of the migration paths on this machine, measured with the
+ * copies they do: each copy goes to and from folios that the previous one
+ * did not touch, cycling over DMIRROR_THP_COPY_BENCH_FOLIOS of each.
+ * Where @ptr sits is the caller's choice, as for any user buffer.  EINVAL
  * for @iters out of range, EFAULT for a bad @ptr, ENOMEM if the folios
  * cannot be had.
  */
