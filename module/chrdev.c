@@ -4,9 +4,9 @@
  *
  * A software stand-in for a GPU driver's device-memory manager.  It creates
  * /dev/hmm_dmirror0 and /dev/hmm_dmirror1 (device-private, mode 0600
- * root:root), speaks a superset of the 6.12 lib/test_hmm ABI (see
- * dmirror_thp_uapi.h) and migrates anonymous THPs to and from device memory
- * as whole PMD-sized folios.
+ * root:root), speaks a superset of the lib/test_hmm ABI of 6.12 and 7.3 (see
+ * dmirror_thp_uapi.h) and migrates anonymous THPs and mTHPs to and from
+ * device memory as whole folios.
  *
  * This file: the module, the devices, ioctl validation and dispatch; the
  * other files are listed, top to bottom, in dmirror.h.
@@ -278,6 +278,8 @@ static int dmirror_range_cmd(struct dmirror *dmirror, unsigned int command,
 	switch (command) {
 	case HMM_DMIRROR_READ:
 		return dmirror_read(dmirror, cmd);
+	case HMM_DMIRROR_READ_UNLOCKED:
+		return dmirror_read_unlocked(dmirror, cmd);
 	case HMM_DMIRROR_WRITE:
 		return dmirror_write(dmirror, cmd);
 	case HMM_DMIRROR_MIGRATE_TO_DEV:
@@ -317,6 +319,7 @@ static long dmirror_fops_unlocked_ioctl(struct file *filp,
 	case HMM_DMIRROR_COPY_BENCH:
 		return dmirror_copy_bench_ioctl(uarg);
 	case HMM_DMIRROR_READ:
+	case HMM_DMIRROR_READ_UNLOCKED:
 	case HMM_DMIRROR_WRITE:
 	case HMM_DMIRROR_MIGRATE_TO_DEV:
 	case HMM_DMIRROR_MIGRATE_TO_SYS:

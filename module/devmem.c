@@ -76,7 +76,7 @@ static int dmirror_backing_alloc(struct dmirror_chunk *chunk,
 		if (page) {
 			set_page_private(page, order);
 			for (i = 0; i < nr; i++)
-				chunk->backing[off + i] = nth_page(page, i);
+				chunk->backing[off + i] = page + i;
 			set_bit(off, chunk->backing_whole);
 			return 0;
 		}
@@ -318,22 +318,22 @@ struct page *dmirror_devmem_alloc(struct dmirror_device *mdevice,
 	}
 
 	folio = dmirror_pfn_folio(chunk->base_pfn + off);
-	zone_device_folio_init(folio, order);
+	zone_device_folio_init(folio, &chunk->pagemap, order);
 	folio_set_zone_device_data(folio, chunk);
 	return folio_page(folio, 0);
 }
 
 /**
  * dmirror_devmem_free() - give a device folio back to the pools
- * @page: its head page; the folio's last reference is gone
+ * @folio: the folio; its last reference is gone
  *
- * Context: any, IRQs included (dev_pagemap_ops.page_free); never sleeps.
+ * Context: any, IRQs included (dev_pagemap_ops.folio_free); never sleeps.
  */
-void dmirror_devmem_free(struct page *page)
+void dmirror_devmem_free(struct folio *folio)
 {
-	struct dmirror_chunk *chunk = dmirror_page_chunk(page);
-	unsigned int order = folio_order(page_folio(page));
-	unsigned long off = page_to_pfn(page) - chunk->base_pfn;
+	struct dmirror_chunk *chunk = dmirror_page_chunk(&folio->page);
+	unsigned int order = folio_order(folio);
+	unsigned long off = folio_pfn(folio) - chunk->base_pfn;
 
 	dmirror_backing_free(chunk, off, 1UL << order);
 	dmirror_pool_put(chunk, off, order);

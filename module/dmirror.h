@@ -13,12 +13,15 @@
  * Files, each calling only the ones below it:
  *   chrdev.c    module, device nodes, ioctl dispatch
  *   snapshot.c  HMM_DMIRROR_SNAPSHOT
- *   mirror.c    the device page table: READ, WRITE, EXCLUSIVE, read-back
+ *   mirror.c    the device page table: READ, READ_UNLOCKED, WRITE, EXCLUSIVE,
+ *               read-back
  *   pgmap.c     dev_pagemap_ops: CPU faults, folio split, folio free
  *   evict.c     eviction (RELEASE, device removal)
  *   migrate.c   the migrate_vma loop, and allocation and copy of answers
  *   devmem.c    the allocator: chunks, pools, backing store
  *   copy.c      page copies to and from user space
+ *   compat.c    hmm_range_fault_unlocked_timeout() where the tree lacks it
+ *               (compat.h: the 7.3 API on 6.12, from Kbuild's probes)
  *
  * Locking, outermost first:
  *   mmap_lock of the mirrored mm
@@ -52,6 +55,7 @@
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
 
+#include "compat.h"
 #include "dmirror_thp_uapi.h"
 
 #define DMIRROR_NDEVICES	2
@@ -240,7 +244,7 @@ void dmirror_devmem_stop(struct dmirror_device *mdevice);
 void dmirror_devmem_fini(struct dmirror_device *mdevice);
 struct page *dmirror_devmem_alloc(struct dmirror_device *mdevice,
 				  unsigned int order);
-void dmirror_devmem_free(struct page *page);
+void dmirror_devmem_free(struct folio *folio);
 void dmirror_backing_split(struct page *page);
 bool dmirror_block_is_free(struct dmirror_chunk *chunk, unsigned long blk);
 bool dmirror_is_local_page(struct dmirror_device *mdevice, struct page *page);
@@ -280,7 +284,9 @@ int dmirror_read_back(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
 int dmirror_exclusive(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
 int dmirror_check_exclusive(struct dmirror *dmirror,
 			    struct hmm_dmirror_cmd *cmd);
-int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range);
+int dmirror_read_unlocked(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
+int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range,
+			     bool unlocked);
 
 /* snapshot.c: HMM_DMIRROR_SNAPSHOT */
 int dmirror_snapshot(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);

@@ -242,14 +242,14 @@ static void dmirror_copy_to_dev(struct migrate_vma *args)
 			continue;
 		if (args->dst[i] & MIGRATE_PFN_COMPOUND) {
 			for (j = 0; j < nr; j++) {
-				sp = spage ? nth_page(spage, j) : NULL;
-				dmirror_copy_page_to_dev(nth_page(dpage, j), sp);
+				sp = spage ? spage + j : NULL;
+				dmirror_copy_page_to_dev(dpage + j, sp);
 			}
 			continue;
 		}
 		for (j = 0; j < nr; j++) {
 			dpage = migrate_pfn_to_page(args->dst[i + j]);
-			sp = spage ? nth_page(spage, j) : NULL;
+			sp = spage ? spage + j : NULL;
 			if (dpage)
 				dmirror_copy_page_to_dev(dpage, sp);
 		}
@@ -297,7 +297,7 @@ static bool dmirror_alloc_sys_folio(struct dmirror_migrate_ctx *ctx,
 		return false;
 	/* One compaction attempt, no retries: base pages are the fallback. */
 	if (vma)
-		folio = vma_alloc_folio(DMIRROR_GFP_THP, order, vma, addr, true);
+		folio = vma_alloc_folio(DMIRROR_GFP_THP, order, vma, addr);
 	else
 		folio = folio_alloc(DMIRROR_GFP_THP, order);
 	if (!folio) {
@@ -355,8 +355,8 @@ static void dmirror_copy_to_sys(const unsigned long *src,
 			continue;
 		if (dst[i] & MIGRATE_PFN_COMPOUND) {
 			for (j = 0; j < nr; j++) {
-				from = dmirror_backing_page(nth_page(spage, j));
-				copy_highpage(nth_page(page, j), from);
+				from = dmirror_backing_page(spage + j);
+				copy_highpage(page + j, from);
 			}
 			continue;
 		}
@@ -364,7 +364,7 @@ static void dmirror_copy_to_sys(const unsigned long *src,
 			page = migrate_pfn_to_page(dst[i + j]);
 			if (!page)
 				continue;
-			from = dmirror_backing_page(nth_page(spage, j));
+			from = dmirror_backing_page(spage + j);
 			copy_highpage(page, from);
 		}
 	}

@@ -23,8 +23,8 @@
  *
  * Locking: dmirror->mutex protects both xarrays.  The notifier takes it, so
  * nothing under it may fault on user memory or allocate with reclaim; stores
- * use GFP_ATOMIC.  hmm_range_fault() and make_device_exclusive_range() run
- * under the mmap read lock only; the notifier sequence is checked under
+ * use GFP_ATOMIC.  hmm_range_fault() and make_device_exclusive() run under
+ * the mmap read lock only; the notifier sequence is checked under
  * dmirror->mutex.
  */
 #include <linux/delay.h>
@@ -63,8 +63,8 @@ static struct page *dmirror_pt_lookup(struct dmirror *dmirror,
 	if (!entry)
 		return NULL;
 	*tag = xa_pointer_tag(entry);
-	return nth_page((struct page *)xa_untag_pointer(entry),
-			vpfn & (HPAGE_PMD_NR - 1));
+	return (struct page *)xa_untag_pointer(entry) +
+	       (vpfn & (HPAGE_PMD_NR - 1));
 }
 
 /*
@@ -182,7 +182,7 @@ static int dmirror_get_pages(struct dmirror *dmirror, unsigned long start,
 		struct page *data;
 
 		if (head)
-			page = nth_page(head, vpfn & (HPAGE_PMD_NR - 1));
+			page = head + (vpfn & (HPAGE_PMD_NR - 1));
 		else
 			page = dmirror_pt_lookup(dmirror, vpfn, &tag);
 		data = page ? dmirror_data_page(dmirror, page) : NULL;
@@ -299,18 +299,48 @@ static int dmirror_fault_errno(struct mm_struct *mm, struct hmm_range *range)
 	return -ENOMEM;
 }
 
+/*
+ * One hmm_range_fault() of @range with the mmap lock held throughout, or
+ * (@unlocked) with hmm_range_fault_unlocked_timeout(), whose faults may
+ * drop the lock and wait, for a userfaultfd say; either way with
+ * range->notifier_seq set.
+ */
+static int dmirror_hmm_range_fault(struct dmirror *dmirror,
+				   struct hmm_range *range, bool unlocked)
+{
+	struct mm_struct *mm = dmirror->notifier.mm;
+	int ret;
+
+	if (unlocked) {
+		ret = hmm_range_fault_unlocked_timeout(range,
+			msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT));
+		if (ret != -EFAULT)
+			return ret;
+		mmap_read_lock(mm);
+	} else {
+		range->notifier_seq = mmu_interval_read_begin(range->notifier);
+		mmap_read_lock(mm);
+		ret = hmm_range_fault(range);
+	}
+	if (ret == -EFAULT)
+		ret = dmirror_fault_errno(mm, range);
+	mmap_read_unlock(mm);
+	return ret;
+}
+
 /**
  * dmirror_hmm_fault_locked() - hmm_range_fault() until the result is stable
- * @dmirror: the mirror
- * @range:   the range, with its notifier set
+ * @dmirror:  the mirror
+ * @range:    the range, with its notifier set
+ * @unlocked: let the faults drop the mmap lock and wait (READ_UNLOCKED)
  *
  * Return: 0 with dmirror->mutex held and @range->hmm_pfns valid until it is
  * dropped, or an error without it: -EBUSY after HMM_RANGE_DEFAULT_TIMEOUT,
- * -EFAULT for a range the access is not allowed to, -ENOMEM.
+ * -EFAULT for a range the access is not allowed to, -ENOMEM, -EINTR.
  */
-int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range)
+int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range,
+			     bool unlocked)
 {
-	struct mm_struct *mm = dmirror->notifier.mm;
 	unsigned long timeout =
 		jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
 	int ret;
@@ -319,12 +349,7 @@ int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range)
 		if (time_after(jiffies, timeout))
 			return -EBUSY;
 
-		range->notifier_seq = mmu_interval_read_begin(range->notifier);
-		mmap_read_lock(mm);
-		ret = hmm_range_fault(range);
-		if (ret == -EFAULT)
-			ret = dmirror_fault_errno(mm, range);
-		mmap_read_unlock(mm);
+		ret = dmirror_hmm_range_fault(dmirror, range, unlocked);
 		if (ret == -EBUSY)
 			continue;
 		if (ret)
@@ -339,9 +364,9 @@ int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range)
 }
 
 static int dmirror_range_fault(struct dmirror *dmirror,
-			       struct hmm_range *range)
+			       struct hmm_range *range, bool unlocked)
 {
-	int ret = dmirror_hmm_fault_locked(dmirror, range);
+	int ret = dmirror_hmm_fault_locked(dmirror, range, unlocked);
 
 	if (ret)
 		return ret;
@@ -367,10 +392,11 @@ static int dmirror_window_to_sys(struct dmirror *dmirror, unsigned long start,
 /*
  * Fault [start, end) into the mirror, one PMD-aligned window at a time.
  * @req: HMM_PFN_REQ_FAULT, optionally with HMM_PFN_REQ_WRITE; or 0 to only
- * record what is readable without a fault.
+ * record what is readable without a fault.  @unlocked: the faults may drop
+ * the mmap lock and wait (see dmirror_hmm_fault_locked()).
  */
 static int dmirror_fault(struct dmirror *dmirror, unsigned long start,
-			 unsigned long end, unsigned long req)
+			 unsigned long end, unsigned long req, bool unlocked)
 {
 	struct mm_struct *mm = dmirror->notifier.mm;
 	struct hmm_range range = {
@@ -393,7 +419,7 @@ static int dmirror_fault(struct dmirror *dmirror, unsigned long start,
 	for (addr = start; addr < end; addr = range.end) {
 		range.start = addr;
 		range.end = min(end, ALIGN_DOWN(addr, PMD_SIZE) + PMD_SIZE);
-		ret = dmirror_range_fault(dmirror, &range);
+		ret = dmirror_range_fault(dmirror, &range, unlocked);
 		if (ret == -EAGAIN) {
 			if (++cow > DMIRROR_COW_RETRIES) {
 				ret = -EBUSY;
@@ -419,6 +445,7 @@ out:
 
 enum dmirror_access {
 	DMIRROR_READ,		/* READ: fault missing pages in */
+	DMIRROR_READ_UNLOCKED,	/* READ_UNLOCKED: the same, waiting faults */
 	DMIRROR_WRITE,		/* WRITE: fault them in writable */
 	DMIRROR_READ_BACK,	/* after MIGRATE_TO_DEV: look up, settle */
 	DMIRROR_PEEK,		/* after EXCLUSIVE: look up only */
@@ -494,8 +521,10 @@ static int dmirror_access_window(struct dmirror *dmirror,
 			req |= HMM_PFN_REQ_WRITE;
 			fallthrough;
 		case DMIRROR_READ:
+		case DMIRROR_READ_UNLOCKED:
 			/* As test_hmm: one fault of the rest of the range. */
-			ret = dmirror_fault(dmirror, miss, end, req);
+			ret = dmirror_fault(dmirror, miss, end, req,
+					    acc == DMIRROR_READ_UNLOCKED);
 			cmd->faults++;
 			break;
 		case DMIRROR_READ_BACK:
@@ -503,7 +532,7 @@ static int dmirror_access_window(struct dmirror *dmirror,
 				goto out;
 			if (tries++)
 				usleep_range(500, 1000);
-			ret = dmirror_fault(dmirror, miss, wend, 0);
+			ret = dmirror_fault(dmirror, miss, wend, 0, false);
 			break;
 		case DMIRROR_PEEK:
 			goto out;
@@ -568,6 +597,12 @@ int dmirror_read(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
 	return dmirror_access(dmirror, cmd, DMIRROR_READ);
 }
 
+/* HMM_DMIRROR_READ_UNLOCKED */
+int dmirror_read_unlocked(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
+{
+	return dmirror_access(dmirror, cmd, DMIRROR_READ_UNLOCKED);
+}
+
 /* HMM_DMIRROR_WRITE */
 int dmirror_write(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
 {
@@ -624,55 +659,33 @@ int dmirror_exclusive(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
 	struct mm_struct *mm = dmirror->notifier.mm;
 	unsigned long start = cmd->addr;
 	unsigned long end = start + (cmd->npages << PAGE_SHIFT);
-	unsigned long addr, next;
-	struct page **pages;
-	int ret = 0;
+	unsigned long addr;
+	int ret;
 
-	pages = kvcalloc(HPAGE_PMD_NR, sizeof(*pages), GFP_KERNEL);
-	if (!pages)
-		return -ENOMEM;
-	if (!mmget_not_zero(mm)) {
-		kvfree(pages);
+	if (!mmget_not_zero(mm))
 		return -ENOENT;
-	}
 
 	mmap_read_lock(mm);
 	ret = dmirror_check_vmas(mm, start, end, true);
-	for (addr = start; !ret && addr < end; addr = next) {
-		long i, n, got;
+	for (addr = start; !ret && addr < end; addr += PAGE_SIZE) {
+		struct folio *folio;
+		struct page *page;
 
-		next = min(end, ALIGN_DOWN(addr, PMD_SIZE) + PMD_SIZE);
-		n = (next - addr) >> PAGE_SHIFT;
-		got = make_device_exclusive_range(mm, addr, next, pages,
-						  dmirror->mdevice);
-		if (got < 0) {
-			ret = got == -ENOMEM ? -ENOMEM : -EBUSY;
+		/* The page comes back locked, its folio referenced. */
+		page = make_device_exclusive(mm, addr, dmirror->mdevice, &folio);
+		if (IS_ERR(page)) {
+			ret = PTR_ERR(page) == -ENOMEM ? -ENOMEM : -EBUSY;
 			break;
 		}
 		mutex_lock(&dmirror->mutex);
-		for (i = 0; i < got; i++) {
-			if (!pages[i] || ret)
-				continue;
-			ret = dmirror_pt_store(dmirror,
-					       (addr >> PAGE_SHIFT) + i,
-					       pages[i], DPT_XA_TAG_ATOMIC,
-					       false);
-		}
+		ret = dmirror_pt_store(dmirror, addr >> PAGE_SHIFT, page,
+				       DPT_XA_TAG_ATOMIC, false);
 		mutex_unlock(&dmirror->mutex);
-		for (i = 0; i < got; i++) {
-			if (!pages[i]) {
-				ret = ret ?: -EBUSY;
-				continue;
-			}
-			unlock_page(pages[i]);
-			put_page(pages[i]);
-		}
-		if (!ret && got < n)
-			ret = -EBUSY;
+		folio_unlock(folio);
+		folio_put(folio);
 	}
 	mmap_read_unlock(mm);
 	mmput(mm);
-	kvfree(pages);
 	if (ret)
 		return ret;
 

@@ -21,12 +21,13 @@
  * folio_split: called for every new folio while the core splits a large
  * device folio, then once with a NULL tail.  The backing store is addressed
  * by device pfn (see devmem.c); the callback splits the block that backs the
- * folio, if it is one, points the new folio's zone_device_data at its chunk,
- * and counts the split.  The per-folio calls run with IRQs off and
- * spinlocks held, the last one with the head folio still locked: it
- * neither sleeps nor allocates.
+ * folio, if it is one, gives the new folio its pgmap (7.3's core leaves that
+ * to the callback) and points its zone_device_data at its chunk, and counts
+ * the split.  The per-folio calls run with IRQs off and spinlocks held, the
+ * last one with the head folio still locked: it neither sleeps nor
+ * allocates.
  *
- * page_free: the folio goes back to the allocator.
+ * folio_free: the folio goes back to the allocator.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -122,19 +123,31 @@ static void dmirror_folio_split(struct folio *head, struct folio *tail)
 		return;
 	}
 	lockdep_assert_irqs_disabled();
-	/* The first new folio: the head still has its old order. */
+	/* The first call splits the block; the later ones find it split. */
 	dmirror_backing_split(folio_page(head, 0));
+	dmirror_split_set_pgmap(tail, head);
 	folio_set_zone_device_data(tail, chunk);
 }
 
-/* Called once per folio, with its head page. */
-static void dmirror_page_free(struct page *page)
+static void dmirror_folio_free(struct folio *folio)
 {
-	dmirror_devmem_free(page);
+	dmirror_devmem_free(folio);
 }
 
+#ifndef DMIRROR_HAVE_FOLIO_FREE
+/* 6.12 names the folio by its head page. */
+static void dmirror_page_free(struct page *page)
+{
+	dmirror_folio_free(page_folio(page));
+}
+#endif
+
 const struct dev_pagemap_ops dmirror_pgmap_ops = {
+#ifdef DMIRROR_HAVE_FOLIO_FREE
+	.folio_free	= dmirror_folio_free,
+#else
 	.page_free	= dmirror_page_free,
+#endif
 	.migrate_to_ram	= dmirror_devmem_fault,
 	.folio_split	= dmirror_folio_split,
 };

@@ -96,7 +96,7 @@ static int dmirror_range_snapshot(struct dmirror *dmirror,
 	if (ret)
 		return ret;
 
-	ret = dmirror_hmm_fault_locked(dmirror, range);
+	ret = dmirror_hmm_fault_locked(dmirror, range, false);
 	if (ret)
 		goto out;
 

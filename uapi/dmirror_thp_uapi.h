@@ -2,14 +2,26 @@
 /*
  * dmirror-thp: a THP-aware HMM mirror test device.
  *
- * The ABI is a superset of the kernel's lib/test_hmm_uapi.h (6.12): the same
- * command structure, the same ioctl numbers 0x00-0x07 with the same meaning,
- * and the same device nodes (/dev/hmm_dmirror0 and /dev/hmm_dmirror1, both
- * device-private), so the stock hmm-tests run against it unchanged.  On top
- * of that it adds allocation-failure injection (0x08), per-device
- * statistics (0x40, 0x41), the time spent in each phase of the migration
- * paths (0x42), an in-kernel copy benchmark (0x43) and per-order statistics
- * (0x44).
+ * The ABI is a superset of the kernel's lib/test_hmm_uapi.h of both 6.12 and
+ * 7.3: the same command structure, the same ioctl numbers 0x00-0x09 with the
+ * same meaning (0x08 and 0x09 are 7.3's), and the same device nodes
+ * (/dev/hmm_dmirror0 and /dev/hmm_dmirror1, both device-private), so the
+ * stock hmm-tests of both kernels run against it unchanged.  On top of that
+ * it adds per-device statistics (0x40, 0x41), the time spent in each phase
+ * of the migration paths (0x42), an in-kernel copy benchmark (0x43) and
+ * per-order statistics (0x44).
+ *
+ * Where it answers differently from 7.3's test_hmm, it is stricter, and no
+ * stock test depends on the difference:
+ *   - an unknown ioctl number gets ENOTTY (test_hmm: EINVAL);
+ *   - HMM_DMIRROR_FLAGS with an unknown bit gets EINVAL (test_hmm stores any
+ *     word), and its flag is armed on the open file, not on the device;
+ *   - HMM_DMIRROR_RELEASE evicts every page but keeps the device memory
+ *     (test_hmm also removes its chunks, and adds them again on demand);
+ *   - device memory is device-private only: no spm_addr, no device-coherent
+ *     variant (HMM_DMIRROR_MEMORY_DEVICE_COHERENT is never reported);
+ *   - a range is limited to DMIRROR_THP_MAX_PAGES, and the caller's mm must
+ *     be the one that opened the file (EINVAL otherwise).
  *
  * Common errnos for every command that takes a range (addr, npages):
  *   EFAULT  the ioctl argument, or cmd.ptr, is not a valid user pointer
@@ -62,6 +74,13 @@ struct hmm_dmirror_cmd {
  * copies the bytes to @ptr.  Device-private pages of this device are read
  * from device memory without migrating them.  cpages: pages copied.
  *
+ * HMM_DMIRROR_READ_UNLOCKED: HMM_DMIRROR_READ whose faults may drop the mmap
+ * lock and wait, with hmm_range_fault_unlocked_timeout() (on 6.12: a look
+ * with hmm_range_fault(), then fixup_user_fault() of what is missing), so
+ * that a range registered with userfaultfd is read once its handler has
+ * resolved the fault (READ cannot wait for it).  Its errnos are READ's, and
+ * EINTR for a fatal signal during a fault.
+ *
  * HMM_DMIRROR_WRITE: the reverse; the device writes @ptr into the range.
  *
  * HMM_DMIRROR_MIGRATE_TO_DEV: migrate the range to device memory.  Anonymous
@@ -99,6 +118,7 @@ struct hmm_dmirror_cmd {
 #define HMM_DMIRROR_CHECK_EXCLUSIVE	_IOWR('H', 0x06, struct hmm_dmirror_cmd)
 #define HMM_DMIRROR_RELEASE		_IOWR('H', 0x07, struct hmm_dmirror_cmd)
 #define HMM_DMIRROR_FLAGS		_IOWR('H', 0x08, struct hmm_dmirror_cmd)
+#define HMM_DMIRROR_READ_UNLOCKED	_IOWR('H', 0x09, struct hmm_dmirror_cmd)
 
 /*
  * HMM_DMIRROR_FLAG_FAIL_ALLOC: armed on the open file that sets it.  The
