@@ -60,12 +60,17 @@ static void mctx_setup(struct __test_metadata *_metadata, struct mthp_ctx *m,
 	ASSERT_EQ(0, mthp_policy_only(order, "always"));
 }
 
+/*
+ * The policy first: an ASSERT in dm_ctx_teardown() ends the teardown, and
+ * a policy left behind would fail every later test of the guest.
+ */
 static void mctx_teardown(struct __test_metadata *_metadata,
 			  struct mthp_ctx *m)
 {
-	dm_ctx_teardown(_metadata, &m->c);
 	if (m->restore)
 		EXPECT_EQ(0, mthp_policy_restore(&m->saved));
+	m->restore = false;
+	dm_ctx_teardown(_metadata, &m->c);
 }
 
 /* What the kernel counted for a size, and its splits. */

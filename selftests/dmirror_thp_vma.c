@@ -9,6 +9,9 @@
  *    faults;
  *  - fork: child and parent each read, write and see only their own data
  *    (THP and 4K; the device entry readable or writable);
+ *  - a THP that fork shares with a live child, migrated to the device
+ *    whole, or split when the device answers with base pages: every
+ *    mapping moves, and both processes read their data back;
  *  - MADV_DONTNEED of a whole device THP and of part of one;
  *  - exit (or SIGKILL) with device THPs still mapped leaks nothing.
  *
@@ -444,6 +447,107 @@ TEST_F_TIMEOUT(cow, fork_device_thp, 60)
 	ASSERT_LE(DM_THP_PAGES, st.thp_to_sys * DM_THP_PAGES + st.base_to_sys);
 	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
 	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
+}
+
+/* ---- a THP shared with a live child ---- */
+
+DM_FIXTURE(shared);
+
+/*
+ * The child, forked after the buffer was filled and before the migration:
+ * it waits, then proves that its own mapping moved to the device too
+ * (pagemap: migration replaces every mapping of a page), and reads its data
+ * back through CPU faults in its own mm.  Exit status: 0, or the failing
+ * step.
+ */
+static int shared_child(struct dm_buf *b, int c2p, int p2c)
+{
+	long dev;
+
+	if (pipe_put(c2p, 'a') || pipe_get(p2c, 'b'))
+		return 10;
+	dev = pm_count_dev(b->ptr, DM_THP_PAGES);
+	if (dev != -ENOSYS && dev != (long)DM_THP_PAGES)
+		return 11;
+	if (dm_verify(b->ptr, DM_THP_SIZE, 60) != -1)
+		return 12;
+	return 0;
+}
+
+/*
+ * Migrate a THP that a live child shares (neither has written it since
+ * fork) to the device, the device answering with one PMD-order folio or,
+ * under FAIL_ALLOC, with base pages: the source is split while both
+ * processes map it through PMD migration entries.  Both must read their
+ * data back, in either order of faults.
+ */
+static void shared_thp_migrate(struct __test_metadata *_metadata,
+			       struct dm_ctx *c, bool fail_alloc)
+{
+	struct dm_buf *b = DM_FILLED_BUF(c, DM_THP_SIZE, true, 60);
+	struct dmirror_thp_stats st;
+	int fd = c->fd[0];
+	int c2p[2], p2c[2], status;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(c2p));
+	ASSERT_EQ(0, pipe(p2c));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(c2p[0]);
+		close(p2c[1]);
+		_exit(shared_child(b, c2p[1], p2c[0]));
+	}
+	close(c2p[1]);
+	close(p2c[0]);
+	ASSERT_EQ(0, pipe_get(c2p[0], 'a'));
+
+	if (fail_alloc)
+		ASSERT_EQ(0, dm_set_flags(fd, HMM_DMIRROR_FLAG_FAIL_ALLOC));
+	ASSERT_EQ(0, dm_stats_reset(fd));
+	ASSERT_EQ(0, dm_to_dev(fd, b->ptr, DM_THP_PAGES, b->mirror, NULL));
+	ASSERT_DATA(b->mirror, DM_THP_SIZE, 60);
+	DM_STATS(c, 0, st);
+	dm_stats_print("after the migration", &st);
+	if (fail_alloc) {
+		ASSERT_EQ(1, st.alloc_fail_inject);
+		ASSERT_EQ(1, st.split_migrate);
+		ASSERT_EQ(DM_THP_PAGES, st.base_to_dev);
+		ASSERT_DEV_BASE(c, 0, b->ptr, DM_THP_PAGES);
+	} else {
+		ASSERT_EQ(1, st.thp_to_dev);
+		ASSERT_DEV_THP(c, 0, b->ptr, 1);
+	}
+	/* Shared with the child: the device may read it, not write it. */
+	ASSERT_EQ(0, dm_snap_local_write(fd, b->ptr, DM_THP_PAGES));
+
+	/* The child faults its copy back first, then the parent. */
+	ASSERT_EQ(0, pipe_put(p2c[1], 'b'));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("child failed at step %d", WEXITSTATUS(status));
+	close(c2p[0]);
+	close(p2c[1]);
+	ASSERT_DATA(b->ptr, DM_THP_SIZE, 60);
+	ASSERT_ON_SYS(c, 0, b->ptr, DM_THP_PAGES);
+}
+
+TEST_F_TIMEOUT(shared, thp_moves_whole_with_live_child, 60)
+{
+	shared_thp_migrate(_metadata, &self->c, false);
+}
+
+/*
+ * The split fallback with a second mm mapping the THP: every PMD migration
+ * entry of the folio must be split before the folio is, not only the one
+ * of the mm that migrates (upstream 7.3: kernel BUG in
+ * remove_migration_pte()).
+ */
+TEST_F_TIMEOUT(shared, split_fallback_with_live_child, 60)
+{
+	shared_thp_migrate(_metadata, &self->c, true);
 }
 
 /* ---- MADV_DONTNEED ---- */
