@@ -1,20 +1,30 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# dmirror-thp: device-private THP migration on Debian's linux 6.12.
+# dmirror-thp: device-private THP migration on Debian's linux 6.12 (with
+# kernel-prereq-patches/6.12) and on Debian's linux 7.3, upstream's code
+# (7.3-pristine) and with kernel-prereq-patches/7.3 (7.3).
 #
-#   make              build everything: kernel (with the prereq series),
-#                     dmirror-thp.ko, the selftests and the guest initramfs
-#   make check        ... and run the test plan in a QEMU guest
+#   make              build everything for each kernel: the kernel with its
+#                     series, dmirror-thp.ko, the selftests, the initramfs
+#   make check        ... and run the test plans in a QEMU guest per kernel
 #
-# See README.md for the other targets.  FLAVOR=debug selects the debug
-# kernel (KASAN, lockdep, kmemleak, ...); ACCEL=kvm|tcg forces the
-# accelerator.  Everything built lives in the cache
+# See README.md for the other targets.  KERNEL=6.12|7.3|7.3-pristine picks
+# one kernel; FLAVOR=debug selects the debug kernel (KASAN, lockdep,
+# kmemleak, ...); ACCEL=kvm|tcg forces the accelerator.  Everything built
+# lives in the cache
 # (${DMIRROR_THP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/dmirror-thp}).
 
 SHELL := /bin/bash
 FLAVOR ?= normal
 PLAN ?= stock+thp
-export FLAVOR
+# KERNEL=6.12|7.3|7.3-pristine picks one kernel.  Without it, make and
+# make check cover all three, and the one-kernel targets (stock, bench,
+# shell, ...) take 7.3.
+KERNELS := $(or $(KERNEL),6.12 7.3 7.3-pristine)
+KERNEL ?= 7.3
+export FLAVOR KERNEL
+# The crash boots of vm/expect.list belong to the full plan only.
+CRASHES := $(if $(filter stock+thp,$(PLAN)),--crashes)
 # When this make started, for the closing summary of what each step took.
 T0 := $(shell date +%s)
 
@@ -22,73 +32,86 @@ T0 := $(shell date +%s)
 	stress stress-lowmem lifecycle shell gdb gdb-demo lab-bundle negative \
 	bisect-check callers checkpatch module-check clean help
 
-all: initramfs ## build everything: kernel with the series, module, tests, initramfs
+# $(call each,CMD): CMD once per kernel of KERNELS, KERNEL set.
+each = @for k in $(KERNELS); do KERNEL=$$k $(1) || exit 1; done
+
+all: initramfs ## build everything: kernels with their series, module, tests, initramfs
 	@vm/times.sh $(T0)
 
 deps: ## install the missing Debian packages (every target runs it)
 	@vm/deps.sh
 
-tree: deps ## extract linux-source-6.12 into the cache and git am the series
-	@vm/tree.sh
+tree: deps ## extract each kernel's Debian source into the cache and git am its series
+	$(call each,vm/tree.sh)
 
-kernel: tree ## build the guest kernel (FLAVOR=normal|debug)
-	@vm/kernel.sh
+kernel: tree ## build the guest kernels (KERNEL, FLAVOR=normal|debug)
+	$(call each,vm/kernel.sh)
 
-module: kernel ## build dmirror-thp.ko
-	@vm/module.sh
+module: kernel ## build dmirror-thp.ko for each kernel
+	$(call each,vm/module.sh)
 
-tests: kernel ## build the selftests, the bench, the stress and hold
+tests: tree ## build the guests' test binaries (stock hmm-tests, selftests, bench, stress)
 	@vm/tests.sh
 
-initramfs: module tests ## pack the guest initramfs
-	@vm/initramfs.sh
+initramfs: module tests ## pack each kernel's guest initramfs
+	$(call each,vm/initramfs.sh)
 
 # The README's test command.
-check: initramfs ## boot the guest and run every test (PLAN, SUITE, ARGS)
+check: initramfs ## boot each kernel's guest and run every test (KERNEL, PLAN, SUITE, ARGS)
 	@APPEND="$(if $(SUITE),dm_SUITE=$(SUITE)) $(if $(ARGS),dm_ARGS=$(ARGS))" \
-		vm/run.sh $(PLAN)
+		vm/check.sh $(CRASHES) $(PLAN) $(KERNELS)
 
 # The stock regression baseline alone: the tree's test_hmm.ko + hmm-tests.
+stock: KERNELS = $(KERNEL)
 stock: kernel ## the regression baseline: stock test_hmm.ko and hmm-tests
 	@vm/tests.sh stock
 	@vm/initramfs.sh stock
-	@vm/run.sh stock
+	@IMAGE=stock vm/check.sh stock
 
 BENCH_SIZES ?= 2,8,64,512
 BENCH_ITERS ?= 5
+bench: KERNELS = $(KERNEL)
 bench: initramfs ## THP vs 4K benchmark report (BENCH_SIZES, BENCH_ITERS, BASELINE=stock)
 	@MEM=$${MEM:-4G} APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) $(if $(BASELINE),dm_BASELINE=$(BASELINE))" \
-		vm/run.sh bench
+		vm/check.sh bench
 	@vm/bench-report.sh
 
+stress: KERNELS = $(KERNEL)
 stress: initramfs ## hmm-thp-stress 60 s x 4, then under fault injection
-	@APPEND="$${STRESS_SECONDS:+dm_STRESS_SECONDS=$$STRESS_SECONDS}" vm/run.sh stress
+	@APPEND="$${STRESS_SECONDS:+dm_STRESS_SECONDS=$$STRESS_SECONDS}" vm/check.sh stress
 
 # The stress plan in a guest barely larger than its working set, so that
 # system-side THP allocations fail for real.
+stress-lowmem: KERNELS = $(KERNEL)
 stress-lowmem: initramfs ## the stress in a 128 MB guest (MEM)
-	@MEM=$${MEM:-128M} APPEND="$${STRESS_SECONDS:+dm_STRESS_SECONDS=$$STRESS_SECONDS}" vm/run.sh stress
+	@MEM=$${MEM:-128M} APPEND="$${STRESS_SECONDS:+dm_STRESS_SECONDS=$$STRESS_SECONDS}" vm/check.sh stress
 
+lifecycle: KERNELS = $(KERNEL)
 lifecycle: initramfs ## 100 loads and unloads, 10 with THPs resident
-	@vm/run.sh lifecycle
+	@vm/check.sh lifecycle
 
+shell: KERNELS = $(KERNEL)
 shell: initramfs ## interactive guest (ROOTFS=debian for bash, gdb, perf, drgn; GDB=1)
 	@vm/run.sh --shell
 
 # A debugger on the guest: the debug flavour (DWARF, no KASLR) stopped
 # under QEMU's gdbstub, and the gdb command line that attaches to it.
 gdb: FLAVOR = debug
+gdb: KERNELS = $(KERNEL)
 gdb: initramfs ## debug guest under QEMU's gdbstub; prints the gdb command (scripts/gdb, lx-symbols)
 	@GDB=1 vm/run.sh --shell
 
 gdb-demo: FLAVOR = debug
+gdb-demo: KERNELS = $(KERNEL)
 gdb-demo: initramfs ## scripted gdb session: break in migrate_vma_setup during a THP test
 	@vm/gdb.sh --demo
 
+lab-bundle: KERNELS = $(KERNEL)
 lab-bundle: initramfs ## a folder for a LAVA lab: kernel, modules, initramfs, cmdline, job.yaml (LAB_PLAN)
 	@vm/lab-bundle.sh
 
 # The bench's own negative check: a failing test and a WARN must fail it.
+negative: KERNELS = $(KERNEL)
 negative: kernel ## the bench's own check: a failing test and a WARN must fail
 	@vm/tests.sh stock
 	@vm/initramfs.sh stock
@@ -99,6 +122,7 @@ bisect-check: deps ## build the kernel after each patch of the series
 	@vm/bisect-check.sh
 
 # Compile the tree's in-tree users of the changed APIs.
+callers: KERNELS = $(KERNEL)
 callers: tree ## compile the tree's users of the changed API
 	@vm/callers.sh
 
@@ -106,8 +130,8 @@ checkpatch: tree ## checkpatch.pl --strict on the series and the module
 	@vm/checkpatch.sh
 
 # dmirror-thp.ko with W=1 and sparse (C=1): must print no warning.
-module-check: kernel ## the module with W=1 and sparse (C=1)
-	@W=1 C=1 vm/module.sh
+module-check: kernel ## the module with W=1 and sparse (C=1), for each kernel
+	$(call each,W=1 C=1 vm/module.sh)
 
 clean: ## remove selftests/out (the cache stays)
 	rm -rf selftests/out

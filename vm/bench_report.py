@@ -45,7 +45,7 @@ def main():
     cache = os.environ.get("DMIRROR_THP_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
         "dmirror-thp")
-    run = sys.argv[1] if len(sys.argv) > 1 else os.path.join(cache, "logs", "latest")
+    run = sys.argv[1] if len(sys.argv) > 1 else os.path.join(cache, "logs", "latest", "7.3")
     bench = load(os.path.join(run, "bench.json"))
     if not bench:
         sys.exit("dmirror-thp: error: no bench.json in %s (did the bench run finish?)" % run)

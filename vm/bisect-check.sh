@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Bisectability check of kernel-prereq-patches: apply the series one patch
+# Bisectability check of the selected kernel's series: apply it one patch
 # at a time with git am in a scratch worktree of the pristine tree, and build
 # the kernel after each one (incremental, ccache, one build at a time under
 # the shared build lock).  Stops at the first patch that does not apply or
@@ -13,14 +13,12 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need git make gcc ccache flock
 
-PATCHES=$TOP/kernel-prereq-patches
-WT=$CACHE/bisect/linux
-B=$CACHE/build/bisect
+[ -n "$PATCHES" ] || die "$KERNEL has no series to bisect"
+WT=$KDIR/bisect/linux
+B=$KDIR/bisect/build
 TARGETS=${BISECT_TARGETS:-bzImage modules}
 
 kbuild_env
-# Hit the cache of the other build folders although the tree is elsewhere.
-export CCACHE_BASEDIR=$CACHE CCACHE_NOHASHDIR=1
 
 git -C "$KSRC" rev-parse -q --verify base >/dev/null ||
 	die "no pristine tree in $KSRC: run 'make tree' first"
@@ -34,7 +32,7 @@ last=${2:-$n}
 	die "bad range $first..$last (the series has $n patches)"
 
 # A fresh detached worktree at the pristine base; no branch is created.
-step "scratch worktree at base: $WT"
+progress "scratch worktree at base: $WT"
 git -C "$KSRC" worktree remove --force "$WT" 2>/dev/null || rm -rf "$WT"
 git -C "$KSRC" worktree prune
 mkdir -p "$(dirname "$WT")"
@@ -42,9 +40,9 @@ git -C "$KSRC" worktree add -q --detach "$WT" base
 
 mkdir -p "$B"
 if [ ! -f "$B/.config" ]; then
-	[ -f "$CACHE/build/$FLAVOR/.config" ] ||
-		die "no kernel config in $CACHE/build/$FLAVOR: run 'make kernel' first"
-	cp "$CACHE/build/$FLAVOR/.config" "$B/.config"
+	[ -f "$KBUILD/.config" ] ||
+		die "no kernel config in $KBUILD: run 'make kernel KERNEL=$KERNEL' first"
+	cp "$KBUILD/.config" "$B/.config"
 fi
 
 t0=$(now)
@@ -53,15 +51,15 @@ for i in $(seq 1 "$last"); do
 	[ -f "$PATCHES/$p" ] || die "series names $p, which does not exist"
 	git -C "$WT" -c user.name=dmirror-thp -c user.email=bench@localhost \
 		am -q "$PATCHES/$p" ||
-		die "patch $i/$n $p does not apply"
+		die "$KERNEL patch $i/$n $p does not apply"
 	[ "$i" -lt "$first" ] && continue
 	t=$(now)
 	# shellcheck disable=SC2086
 	if ! locked make -C "$WT" O="$B" "CC=ccache gcc" KCFLAGS=-pipe \
 		-j"$JOBS" -s olddefconfig $TARGETS > "$B/build-$i.log" 2>&1; then
 		tail -n 40 "$B/build-$i.log" >&2
-		die "patch $i/$n $p does not build (log: $B/build-$i.log)"
+		die "$KERNEL patch $i/$n $p does not build (log: $B/build-$i.log)"
 	fi
-	step "patch $i/$n builds ($(($(now) - t)) s): $p"
+	progress "$KERNEL patch $i/$n builds ($(($(now) - t)) s): $p"
 done
-took "$t0" "bisect check of patches $first..$last"
+took "$t0" "bisect check of $KERNEL patches $first..$last"

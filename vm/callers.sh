@@ -6,12 +6,12 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 need make gcc ccache
-B=$CACHE/build/callers
+B=$KDIR/build-callers
 kbuild_env
 KM=(locked make -C "$KSRC" O="$B" "CC=ccache gcc" KCFLAGS=-pipe -j"$JOBS" -s)
 mkdir -p "$B"
 if [ ! -f "$B/.config" ]; then
-	step "configuring the callers build (x86_64 defconfig + DRM_NOUVEAU_SVM + HSA_AMD_SVM)"
+	progress "configuring the callers build (x86_64 defconfig + DRM_NOUVEAU_SVM + HSA_AMD_SVM)"
 	"${KM[@]}" defconfig >/dev/null
 	"$KSRC/scripts/config" --file "$B/.config" -e TRANSPARENT_HUGEPAGE \
 		-e MEMORY_HOTPLUG -e MEMORY_HOTREMOVE -e ZONE_DEVICE -e DEVICE_PRIVATE \
@@ -23,7 +23,7 @@ if [ ! -f "$B/.config" ]; then
 	done
 fi
 t=$(now)
-step "compiling the in-tree callers"
+progress "compiling the in-tree callers"
 "${KM[@]}" prepare
 "${KM[@]}" lib/test_hmm.o drivers/gpu/drm/nouveau/nouveau_dmem.o \
 	drivers/gpu/drm/nouveau/nouveau_svm.o \

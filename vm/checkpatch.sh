@@ -1,16 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# checkpatch.pl from the extracted tree: --strict on the series, and on the
-# module's sources.
+# checkpatch.pl --strict from the extracted trees, run from the tree's own
+# folder: each series against its own kernel's checkpatch, the module's
+# sources against 7.3's.
 set -eu
 . "$(dirname "$0")/lib.sh"
-CP=$KSRC/scripts/checkpatch.pl
-[ -x "$CP" ] || die "no $CP: run 'make tree'"
 rc=0
-for p in $(series_patches); do
-	step "checkpatch --strict $p"
-	(cd "$KSRC" && "$CP" --strict -q "$TOP/kernel-prereq-patches/$p") || rc=1
+for k in 6.12 7.3; do
+	kernel_select "$k"
+	CP=$KSRC/scripts/checkpatch.pl
+	[ -x "$CP" ] || die "no $CP: run 'make tree'"
+	for p in $(series_patches); do
+		progress "checkpatch --strict $k/$p"
+		(cd "$KSRC" && "$CP" --strict -q "$PATCHES/$p") || rc=1
+	done
 done
-step "checkpatch --strict module/ uapi/"
+progress "checkpatch --strict module/ uapi/ (7.3's checkpatch)"
 (cd "$KSRC" && "$CP" --strict -q --no-tree -f "$TOP"/module/*.[ch] "$TOP"/uapi/*.h) || rc=1
 exit $rc

@@ -7,7 +7,7 @@ set -eu
 
 PKGS="linux-source-6.12 qemu-system-x86 busybox-static kmod cpio bc bison
 flex libelf-dev libssl-dev ccache xz-utils gcc make libc6-dev perl python3
-rsync sparse gnuplot-nox git"
+rsync sparse gnuplot-nox git debian-archive-keyring"
 
 missing=
 for p in $PKGS; do
@@ -17,11 +17,11 @@ done
 [ -z "$missing" ] && exit 0
 
 [ "$(id -u)" = 0 ] || die "missing packages:$missing (run 'make deps' as root)"
-step "installing:$missing"
+progress "installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null ||
 	die "apt-get update failed"
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
 	die "apt-get install failed for:$missing"
-step "packages installed"
+progress "packages installed"

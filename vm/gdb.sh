@@ -15,7 +15,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-MODDIR=$CACHE/stage/$FLAVOR/mod/module
+MODDIR=$STAGE/mod/module
 PORT=${GDB_PORT:-1234}
 
 gdb_args()
@@ -56,10 +56,10 @@ case ${1:-} in
 	RUN=$LOGDIR/$FLAVOR-gdb-$(date +%Y%m%d-%H%M%S)
 	mkdir -p "$RUN"
 	ln -sfn "$RUN" "$LOGDIR/latest"
-	step "booting the debug guest stopped for gdb (:$PORT); logs in $RUN"
+	progress "booting the debug guest stopped for gdb (:$PORT); logs in $RUN"
 	# The same guest as make check's, with one THP test as its plan.
 	GDB=1 APPEND="dm_SUITE=/selftests/dmirror-thp-tests-migrate dm_ARGS=-t,migrate_8_thps_one_call" \
-		RUN_DIR=$RUN "$TOP/vm/run.sh" one > "$RUN/run.out" 2>&1 &
+		RUN_DIR=$RUN "$TOP/vm/check.sh" one "$KERNEL" > "$RUN/run.out" 2>&1 &
 	guest=$!
 	n=0
 	until ss -ltn 2>/dev/null | grep -q ":$PORT "; do
@@ -86,11 +86,11 @@ pipe lx-dmesg | tail -n 5
 delete
 detach
 EOF
-	step "gdb: break in migrate_vma_setup, one THP test (the boot under TCG takes a while)"
+	progress "gdb: break in migrate_vma_setup, one THP test (the boot under TCG takes a while)"
 	(cd "$KBUILD" && timeout 900 "${GDBARGS[@]}" -batch -x "$RUN/gdb.cmds") \
 		> "$RUN/gdb.log" 2>&1 || die "gdb failed: see $RUN/gdb.log"
 	cat "$RUN/gdb.log"
-	step "gdb detached; the test goes on"
+	progress "gdb detached; the test goes on"
 	rc=0
 	wait "$guest" || rc=$?
 	cat "$RUN/run.out"

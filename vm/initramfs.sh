@@ -1,45 +1,62 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Pack the guest initramfs: busybox, /init, the plans, the modules and the
-# test binaries.
+# Pack the selected kernel's guest initramfs: busybox, /init, the plans, the
+# modules, the test binaries, and what vm/expect.list expects of this
+# kernel.
+#
+# initramfs.sh [IMAGE]   IMAGE: full (default: every module and test) or
+#                        stock (the tree's own modules and hmm-tests only);
+#                        written to $STAGE/initramfs-IMAGE.cpio.gz
 set -eu
 . "$(dirname "$0")/lib.sh"
-need cpio gzip
+need cpio gzip python3
 BUSYBOX=/bin/busybox
 [ -x "$BUSYBOX" ] || die "no $BUSYBOX: run 'make deps'"
 
-R=$STAGE/initramfs
+image=${1:-full}
+case $image in
+full|stock) ;;
+*) die "no initramfs image '$image' (full or stock)" ;;
+esac
+USR=$CACHE/userspace
+R=$STAGE/initramfs-$image
 rm -rf "$R"
 mkdir -p "$R"/bin "$R"/dev "$R"/proc "$R"/sys "$R"/tmp "$R"/lib/modules \
-	"$R"/selftests "$R"/plans "$R"/root "$R"/host
+	"$R"/selftests "$R"/plans "$R"/root "$R"/host "$R"/etc/dmirror-thp
 cp "$BUSYBOX" "$R/bin/busybox"
-mkdir -p "$R/etc"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' > "$R/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$R/etc/group"
 cp "$TOP/vm/init" "$R/init"
 chmod 755 "$R/init"
 cp "$TOP"/vm/plans/* "$R/plans/"
+echo "$KERNEL" > "$R/etc/dmirror-thp/kernel"
+# The tests this kernel runs in a boot of their own, because they crash it
+# (vm/expect.list): the plans leave them out.
+python3 "$TOP/vm/expect.py" crashes "$KERNEL" > "$R/etc/dmirror-thp/exclude" ||
+	die "vm/expect.list cannot be read"
+
 # The stock image needs only the tree's modules and hmm-tests; every other
 # image needs all of them.  A missing piece is an error here, not a skip
 # (or a confusing failure) in the guest.
-T=$STAGE/tests
 kos="$KBUILD/lib/test_hmm.ko $KBUILD/drivers/misc/lkdtm/lkdtm.ko"
-[ "${1:-}" = stock ] || kos="$kos $STAGE/mod/module/dmirror-thp.ko"
+[ "$image" = stock ] || kos="$kos $STAGE/mod/module/dmirror-thp.ko"
 for ko in $kos; do
 	[ -f "$ko" ] || die "no $ko: run 'make module' (or 'make kernel')"
 	cp "$ko" "$R/lib/modules/"
 done
-[ -x "$T/hmm-tests" ] || die "no $T/hmm-tests: run 'make tests'"
-cp "$T/hmm-tests" "$R/bin/"
-if [ "${1:-}" != stock ]; then
+for v in 6.12 7.3; do
+	[ -x "$USR/hmm-tests-$v" ] || die "no $USR/hmm-tests-$v: run 'make tests'"
+	cp "$USR/hmm-tests-$v" "$R/bin/"
+done
+if [ "$image" != stock ]; then
 	for p in $(make -s -C "$TOP/selftests" list-tests); do
-		[ -x "$T/selftests/$p" ] || die "no $T/selftests/$p: run 'make tests'"
-		cp "$T/selftests/$p" "$R/selftests/"
+		[ -x "$USR/selftests/$p" ] || die "no $USR/selftests/$p: run 'make tests'"
+		cp "$USR/selftests/$p" "$R/selftests/"
 	done
 	for p in $(make -s -C "$TOP/selftests" list-tools); do
-		[ -x "$T/selftests/$p" ] || die "no $T/selftests/$p: run 'make tests'"
-		cp "$T/selftests/$p" "$R/bin/"
+		[ -x "$USR/selftests/$p" ] || die "no $USR/selftests/$p: run 'make tests'"
+		cp "$USR/selftests/$p" "$R/bin/"
 	done
 fi
-(cd "$R" && find . | cpio -o -H newc --quiet) | gzip -1 > "$STAGE/initramfs.cpio.gz"
-step "initramfs: $(du -h "$STAGE/initramfs.cpio.gz" | cut -f1) ($(ls "$R/lib/modules" | tr '\n' ' '))"
+(cd "$R" && find . | cpio -o -H newc --quiet) | gzip -1 > "$R.cpio.gz"
+progress "initramfs $KERNEL $FLAVOR $image: $(du -h "$R.cpio.gz" | cut -f1) ($(ls "$R/lib/modules" | tr '\n' ' '))"

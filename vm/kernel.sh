@@ -12,13 +12,16 @@ kbuild_env
 KMAKE=(locked make -C "$KSRC" O="$KBUILD" "CC=${KCC:-ccache gcc}" KCFLAGS=-pipe
 	-j"$JOBS" -s)
 
+# The common fragment, then what a source version changes, then the
+# flavour's: a later fragment overrides an earlier one.
 frags="$TOP/vm/kernel.config"
+[ -f "$TOP/vm/kernel-$KVER.config" ] && frags="$frags $TOP/vm/kernel-$KVER.config"
 [ "$FLAVOR" = debug ] && frags="$frags $TOP/vm/kernel-debug.config"
 key=$(cat $frags | sha256sum | cut -c1-16)
 
 mkdir -p "$KBUILD"
 if [ "$(cat "$KBUILD/.dmirror-config" 2>/dev/null)" != "$key" ]; then
-	step "configuring ($FLAVOR): tinyconfig + $(echo $frags | sed "s|$TOP/||g")"
+	progress "configuring $KERNEL ($FLAVOR): tinyconfig + $(echo $frags | sed "s|$TOP/||g")"
 	"${KMAKE[@]}" tinyconfig >/dev/null
 	# shellcheck disable=SC2086
 	(cd "$KBUILD" && "$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KBUILD" \
@@ -43,7 +46,7 @@ fi
 
 [ "${1:-}" = --config-only ] && exit 0
 t=$(now)
-step "building kernel ($FLAVOR, -j$JOBS) in $KBUILD"
+progress "building kernel $KERNEL ($FLAVOR, -j$JOBS) in $KBUILD"
 targets="bzImage modules"
 # The gdb helpers (vmlinux-gdb.py) for make gdb, where the flavour has them.
 grep -q '^CONFIG_GDB_SCRIPTS=y' "$KBUILD/.config" && targets="$targets scripts_gdb"
@@ -52,4 +55,4 @@ grep -q '^CONFIG_GDB_SCRIPTS=y' "$KBUILD/.config" && targets="$targets scripts_g
 	tail -n 40 "$KBUILD/build.log" >&2
 	die "kernel build failed (log: $KBUILD/build.log)"
 }
-took "$t" "kernel build"
+took "$t" "kernel build ($KERNEL $FLAVOR)"

@@ -5,55 +5,61 @@
 # holds the modules, the tests and the plans), a swap disk, the kernel
 # command line, a LAVA job for the QEMU device type, and boot.sh, which
 # boots the same guest with nothing but qemu-system-x86_64 and writes
-# console.log, results.log and (with python3) results.ktap.
+# run/KERNEL/console-PLAN.log, results-PLAN.log and (with python3)
+# run/results.ktap.
 #
-# LAB_PLAN=thp (a plan of vm/plans)  LAB_DIR=$CACHE/lab-bundle/$FLAVOR
+# LAB_PLAN=thp (a plan of vm/plans)  LAB_DIR=$CACHE/lab-bundle/$KERNEL-$FLAVOR
 # MEM=3G  SMP=2  SWAP=512M
 set -eu
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu.sh"
 
 PLAN=${LAB_PLAN:-thp}
-OUT=${LAB_DIR:-$CACHE/lab-bundle/$FLAVOR}
+OUT=${LAB_DIR:-$CACHE/lab-bundle/$KERNEL-$FLAVOR}
 MEM=${MEM:-3G}
 SMP=${SMP:-2}
 SWAP=${SWAP:-512M}
-KERNEL=$KBUILD/arch/x86/boot/bzImage
-INITRD=$STAGE/initramfs.cpio.gz
-[ -f "$KERNEL" ] || die "no kernel at $KERNEL: run 'make kernel'"
-[ -f "$INITRD" ] || die "no initramfs at $INITRD: run 'make initramfs'"
+KIMAGE=$KBUILD/arch/x86/boot/bzImage
+INITRD=$STAGE/initramfs-full.cpio.gz
+[ -f "$KIMAGE" ] || die "no kernel at $KIMAGE: run 'make kernel KERNEL=$KERNEL'"
+[ -f "$INITRD" ] || die "no initramfs at $INITRD: run 'make initramfs KERNEL=$KERNEL'"
 [ -f "$TOP/vm/plans/$PLAN" ] || die "no plan vm/plans/$PLAN"
 
 rm -rf "$OUT"
 mkdir -p "$OUT/modules"
-cp "$KERNEL" "$INITRD" "$OUT/"
-cp "$STAGE"/initramfs/lib/modules/*.ko "$OUT/modules/"
-cp "$TOP/vm/results.py" "$TOP/vm/skips.allow" "$OUT/"
+cp "$KIMAGE" "$OUT/bzImage"
+cp "$INITRD" "$OUT/initramfs.cpio.gz"
+cp "$STAGE"/initramfs-full/lib/modules/*.ko "$OUT/modules/"
+cp "$TOP/vm/results.py" "$TOP/vm/expect.py" "$TOP/vm/expect.list" "$OUT/"
 truncate -s "$SWAP" "$OUT/swap.img"
 
 # The guest of make check, under TCG (labs rarely nest KVM), with the
 # bundle's files named relative to the bundle.
 # shellcheck disable=SC2034  # read by qemu_cmd
-KERNEL=bzImage INITRD=initramfs.cpio.gz SWAPFILE=swap.img GDB=0
+KIMAGE=bzImage INITRD=initramfs.cpio.gz SWAPFILE=swap.img GDB=0
 qemu_cmd tcg
 series=$(cat "$KSRC/.dmirror-series" 2>/dev/null || echo unknown)
-cmdline="$KCMD plan=$PLAN dm_ACCEL=tcg dm_SERIES=$series"
+cmdline="$KCMD plan=$PLAN dm_ACCEL=tcg dm_KERNEL=$KERNEL dm_SERIES=$series"
 echo "$cmdline" > "$OUT/cmdline.txt"
 
 cat > "$OUT/boot.sh" <<EOF
 #!/bin/sh
 # Boot this bundle with nothing but qemu-system-x86_64: the kernel console
-# goes to console.log, the results to results.log; with python3, the
-# summary and results.ktap as make check writes them.  Exit status 0 when
-# every test passed and the console is clean.
+# goes to run/$KERNEL/console-$PLAN.log, the results to results-$PLAN.log
+# beside it; with python3, the summary and run/results.ktap as make check
+# writes them.  Exit status 0 when every test passed and the console is
+# clean.
 cd "\$(dirname "\$0")" || exit 1
+mkdir -p run/$KERNEL
+echo $KERNEL > run/kernels
 rc=0
 ${QEMU[*]} \\
-	-serial file:console.log -serial file:results.log \\
-	-append "\$(cat cmdline.txt)" > qemu.log 2>&1 || rc=\$?
+	-serial file:run/$KERNEL/console-$PLAN.log -serial file:run/$KERNEL/results-$PLAN.log \\
+	-append "\$(cat cmdline.txt)" > run/$KERNEL/qemu-$PLAN.log 2>&1 || rc=\$?
+echo "$PLAN plan \$rc" > run/$KERNEL/boots
 # isa-debug-exit: 1 is the guest's "all ok".
 command -v python3 >/dev/null || { echo "qemu exit \$rc (1: all ok)"; [ "\$rc" = 1 ]; exit; }
-python3 results.py . 1 "\$rc"
+python3 results.py run
 EOF
 chmod 755 "$OUT/boot.sh"
 
@@ -79,10 +85,10 @@ done
 url="file://$OUT"
 cat > "$OUT/job.yaml" <<EOF
 # A LAVA job for the QEMU device type: dmirror-thp plan '$PLAN' on the
-# $FLAVOR kernel.  Submit it with lavacli (lavacli jobs submit job.yaml)
+# $KERNEL $FLAVOR kernel.  Submit it with lavacli (lavacli jobs submit job.yaml)
 # after replacing $url with where the lab can fetch the bundle.
 device_type: qemu
-job_name: dmirror-thp $PLAN ($FLAVOR)
+job_name: dmirror-thp $PLAN ($KERNEL $FLAVOR)
 visibility: public
 priority: medium
 timeouts:
@@ -168,5 +174,5 @@ timeouts:
 EOF
 } > "$OUT/device.yaml"
 
-step "lab bundle for plan '$PLAN' ($FLAVOR) in $OUT"
+progress "lab bundle for plan '$PLAN' ($KERNEL $FLAVOR) in $OUT"
 ls -s "$OUT" | sed 's/^/    /'

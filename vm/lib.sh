@@ -1,15 +1,22 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash disable=SC2034  # its variables are for the scripts that source it
 # Common helpers for the dmirror-thp bench scripts.  Sourced, not run.
+#
+# KERNEL picks the guest kernel (see kernel_select below), FLAVOR its
+# configuration.  Everything one kernel builds lives under
+# $CACHE/kernels/$KERNEL: the tree (linux/), one build folder and one
+# stage folder per flavour (build-$FLAVOR/, stage-$FLAVOR/).  The relative
+# path from a build folder to its tree is the same for every kernel, so the
+# compiler cache (CCACHE_BASEDIR) hits across kernels built from the same
+# source.
 
 CACHE=${DMIRROR_THP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dmirror-thp}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 FLAVOR=${FLAVOR:-normal}
-KSRC=$CACHE/linux
-KBUILD=$CACHE/build/$FLAVOR
-STAGE=$CACHE/stage/$FLAVOR
 LOGDIR=$CACHE/logs
 JOBS=${JOBS:-$(($(nproc) + 1))}
+# The kernels a multi-kernel target (make, make check) covers, in order.
+ALL_KERNELS="6.12 7.3 7.3-pristine"
 
 case $FLAVOR in
 normal|debug) ;;
@@ -24,8 +31,8 @@ die()
 	exit 1
 }
 
-# step MESSAGE: a progress line with the seconds since the script started.
-step()
+# progress MESSAGE: a progress line with the seconds since the script started.
+progress()
 {
 	printf '[%4ss] %s\n' "$(($(date +%s) - _t0))" "$*"
 }
@@ -38,6 +45,40 @@ need()
 	done
 }
 
+# kernel_select NAME: the variables of one guest kernel.
+#   6.12          Debian's linux-source-6.12 with kernel-prereq-patches/6.12
+#   7.3           Debian's linux-source-7.3 (trixie-backports) with
+#                 kernel-prereq-patches/7.3
+#   7.3-pristine  the same 7.3 source, no patch: upstream's own code
+# KVER is the source package's version (linux-source-$KVER), PATCHES the
+# series folder (empty for a pristine kernel).
+kernel_select()
+{
+	KERNEL=$1
+	case $KERNEL in
+	6.12) KVER=6.12 PATCHES=$TOP/kernel-prereq-patches/6.12 ;;
+	7.3) KVER=7.3 PATCHES=$TOP/kernel-prereq-patches/7.3 ;;
+	7.3-pristine) KVER=7.3 PATCHES= ;;
+	*) die "KERNEL must be one of: $ALL_KERNELS (not '$KERNEL')" ;;
+	esac
+	KDIR=$CACHE/kernels/$KERNEL
+	KSRC=$KDIR/linux
+	KBUILD=$KDIR/build-$FLAVOR
+	STAGE=$KDIR/stage-$FLAVOR
+}
+kernel_select "${KERNEL:-7.3}"
+
+# The tree whose series carries a source version's newest stock tests
+# (hmm-tests, the selftests helpers): the patched one.
+series_tree()
+{
+	case $1 in
+	6.12) echo "$CACHE/kernels/6.12/linux" ;;
+	7.3) echo "$CACHE/kernels/7.3/linux" ;;
+	*) die "no source version '$1'" ;;
+	esac
+}
+
 # Elapsed seconds of a timed block: t=$(now); ...; took $t "what".  Each
 # one is also logged for make's closing summary (vm/times.sh).
 now() { date +%s; }
@@ -45,7 +86,7 @@ took()
 {
 	local secs=$(($(date +%s) - $1))
 
-	step "$2 took $secs s"
+	progress "$2 took $secs s"
 	mkdir -p "$LOGDIR"
 	echo "$(date +%s) $secs $2" >> "$LOGDIR/times.log"
 }
@@ -54,14 +95,16 @@ took()
 # cache in the cache folder, in depend mode (it hashes the sources and the
 # headers that the compiler lists with -MD instead of running the
 # preprocessor first: a cold build then costs what plain gcc costs, against
-# +55% in preprocessor mode, measured on mm/), and stable build strings so
-# that rebuilds and clean clones hit it.
+# +55% in preprocessor mode, measured on mm/), paths relative to the
+# kernels' folder, and stable build strings so that rebuilds, clean clones
+# and the other kernels of the same source hit it.
 kbuild_env()
 {
 	export CCACHE_DIR=$CACHE/ccache
-	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 	export CCACHE_COMPILERCHECK=content
 	export CCACHE_DEPEND=1
+	export CCACHE_BASEDIR=$CACHE/kernels CCACHE_NOHASHDIR=1
 	export KBUILD_BUILD_TIMESTAMP="2026-01-01"
 	export KBUILD_BUILD_USER=dmirror KBUILD_BUILD_HOST=bench
 }
@@ -74,13 +117,10 @@ locked()
 	flock "$CACHE/build.lock" "$@"
 }
 
-# The patches of kernel-prereq-patches/series, in order, one per line.
+# The patches of the selected kernel's series, in order, one per line
+# (none for a pristine kernel).
 series_patches()
 {
-	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/kernel-prereq-patches/series"
-}
-
-installed_src_version()
-{
-	dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || true
+	[ -n "$PATCHES" ] || return 0
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series"
 }

@@ -7,7 +7,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need make gcc rsync
 
-[ -f "$KBUILD/Module.symvers" ] || die "no kernel build in $KBUILD: run 'make kernel'"
+[ -f "$KBUILD/Module.symvers" ] || die "no kernel build in $KBUILD: run 'make kernel KERNEL=$KERNEL'"
 MOD=$STAGE/mod
 mkdir -p "$MOD"
 rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
@@ -16,13 +16,13 @@ rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
 [ -z "${W:-}${C:-}" ] || find "$MOD" -name '*.o' -delete
 kbuild_env
 t=$(now)
-step "building dmirror-thp.ko ($FLAVOR) ${W:+W=$W }${C:+C=$C}"
+progress "building dmirror-thp.ko ($KERNEL $FLAVOR) ${W:+W=$W }${C:+C=$C}"
 make -C "$KBUILD" M="$MOD" "CC=ccache gcc" -j"$JOBS" ${W:+W=$W} ${C:+C=$C} \
 	modules > "$MOD/build.log" 2>&1 || {
 	cat "$MOD/build.log" >&2
-	die "module build failed"
+	die "module build for $KERNEL failed"
 }
 # The module builds without a warning (W=1 and sparse included).
 ! grep -E 'warning:|error:' "$MOD/build.log" >&2 ||
-	die "the module build printed warnings (log: $MOD/build.log)"
-took "$t" "module build"
+	die "the module build for $KERNEL printed warnings (log: $MOD/build.log)"
+took "$t" "module build ($KERNEL)"

@@ -2,7 +2,7 @@
 # shellcheck shell=bash disable=SC2054  # QEMU options hold commas
 # The guest's QEMU and kernel command lines, for every boot: make check's
 # (vm/run.sh) and the lab bundle's (vm/lab-bundle.sh).  Sourced after
-# lib.sh; reads KERNEL, INITRD, SMP, MEM and GDB.
+# lib.sh; reads KIMAGE (the bzImage), INITRD, SMP, MEM and GDB.
 
 # qemu_cmd ACCEL [--no-initrd]: the command line every boot shares, in
 # $QEMU, and the kernel command line every boot starts with, in $KCMD.
@@ -36,7 +36,7 @@ qemu_cmd()
 	esac
 	[ "${2:-}" = --no-initrd ] || QEMU+=(-initrd "$INITRD")
 	QEMU=(qemu-system-x86_64 -M pc "${QEMU[@]}" -smp "$SMP" -m "$MEM"
-	      -nographic -no-reboot -kernel "$KERNEL"
+	      -nographic -no-reboot -kernel "$KIMAGE"
 	      -device isa-debug-exit,iobase=0xf4,iosize=0x04)
 	# GDB=1: QEMU's gdbstub on :1234, the guest stopped until gdb attaches.
 	[ "${GDB:-0}" = 1 ] && QEMU+=(-s -S)

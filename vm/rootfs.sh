@@ -17,14 +17,14 @@ if [ "$(cat "$ROOTFS/.dmirror-done" 2>/dev/null)" != "$PKGS" ]; then
 		{ apt-get install -y -qq debootstrap >/dev/null || die "cannot install debootstrap"; }
 	t=$(now)
 	if [ ! -x "$ROOTFS/usr/bin/apt-get" ]; then
-		step "debootstrap bookworm into $ROOTFS (once)"
+		progress "debootstrap bookworm into $ROOTFS (once)"
 		rm -rf "$ROOTFS"
 		debootstrap --variant=minbase --include=bash,procps,kmod,less \
 			bookworm "$ROOTFS" > "$CACHE/debootstrap.log" 2>&1 ||
 			die "debootstrap failed: see $CACHE/debootstrap.log"
 	fi
 	# debootstrap does not resolve virtual packages (gdb needs one): apt does.
-	step "installing $PKGS in the rootfs"
+	progress "installing $PKGS in the rootfs"
 	# shellcheck disable=SC2086
 	DEBIAN_FRONTEND=noninteractive chroot "$ROOTFS" apt-get install -y -qq \
 		--no-install-recommends $PKGS >> "$CACHE/debootstrap.log" 2>&1 ||
@@ -35,8 +35,8 @@ if [ "$(cat "$ROOTFS/.dmirror-done" 2>/dev/null)" != "$PKGS" ]; then
 fi
 
 O=$ROOTFS/opt/dmirror-thp
-R=$STAGE/initramfs
-[ -d "$R" ] || die "no stage at $R: run 'make initramfs'"
+R=$STAGE/initramfs-full
+[ -d "$R" ] || die "no stage at $R: run 'make initramfs KERNEL=$KERNEL'"
 rm -rf "$O"
 mkdir -p "$O"
 cp -a "$R/lib/modules" "$R/selftests" "$R/plans" "$O/"

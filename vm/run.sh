@@ -1,33 +1,37 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Boot the guest under QEMU with a test plan, then report each result and a
-# last line "N passed, N failed, N skipped" (vm/results.py), also as KTAP
-# (results.ktap) and JSON (results.json).  Exit status 0 only if nothing
-# failed and the console is clean.
+# Boot the selected kernel's guest under QEMU: every plan of PLAN, each in
+# a boot of its own, then (with --crashes) each test that vm/expect.list
+# expects to crash this kernel, each in a boot of its own too.  The boots'
+# logs go to RUN_DIR/$KERNEL, listed in its file "boots"; vm/check.sh,
+# which calls this, reads them (vm/results.py).
 #
-# run.sh PLAN        run /plans/PLAN (vm/plans/PLAN) in the guest
-# run.sh --shell     interactive guest (ttyS0 on stdio), host folder on 9p;
-#                    GDB=1 (any plan) adds QEMU's gdbstub (-s, on :1234) and
-#                    stops the guest before its first instruction (-S) until
-#                    gdb attaches (vm/gdb.sh)
+# run.sh [--crashes] PLAN   PLAN: a plan of vm/plans, or several (a+b)
+# run.sh --shell            interactive guest (ttyS0 on stdio), host folder
+#                           on 9p; GDB=1 (any plan) adds QEMU's gdbstub (-s,
+#                           on :1234) and stops the guest before its first
+#                           instruction (-S) until gdb attaches (vm/gdb.sh)
 #
-# ACCEL=auto|kvm|tcg  MEM=3G  SMP=2  SWAP=512M  TIMEOUT=1500 (seconds, hard limit)
-# RUN_DIR=folder for the logs  GDB=1 (see --shell)
+# ACCEL=auto|kvm|tcg  MEM=3G  SMP=2  SWAP=512M  TIMEOUT=1500 (seconds, hard
+# limit per boot)  IMAGE=full|stock  RUN_DIR  GDB=1 (see --shell)
 set -eu
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu.sh"
 need qemu-system-x86_64 timeout python3
 
-PLAN=${1:-check}
+crashes=0
+[ "${1:-}" = --crashes ] && { crashes=1; shift; }
+PLAN=${1:-thp}
 ACCEL=${ACCEL:-auto}
 MEM=${MEM:-3G}
 SMP=${SMP:-2}
 SWAP=${SWAP:-512M}
 TIMEOUT=${TIMEOUT:-1500}
-KERNEL=$KBUILD/arch/x86/boot/bzImage
-INITRD=$STAGE/initramfs.cpio.gz
-[ -f "$KERNEL" ] || die "no kernel at $KERNEL: run 'make kernel'"
-[ -f "$INITRD" ] || die "no initramfs at $INITRD: run 'make initramfs'"
+IMAGE=${IMAGE:-full}
+KIMAGE=$KBUILD/arch/x86/boot/bzImage
+INITRD=$STAGE/initramfs-$IMAGE.cpio.gz
+[ -f "$KIMAGE" ] || die "no kernel at $KIMAGE: run 'make kernel KERNEL=$KERNEL'"
+[ -f "$INITRD" ] || die "no initramfs at $INITRD: run 'make initramfs KERNEL=$KERNEL'"
 
 # KVM is used only where a short probe boot reaches init in a few seconds;
 # on nested VMs KVM guests hang while decompressing.  The verdict is cached.
@@ -53,10 +57,10 @@ pick_accel()
 }
 
 accel=$(pick_accel)
-# What the guest's reports name: the accelerator and the applied series.
-KMETA="dm_ACCEL=$accel dm_SERIES=$(cat "$KSRC/.dmirror-series" 2>/dev/null || echo unknown)"
+# What the guest's reports name: the accelerator, the kernel, the series.
+KMETA="dm_ACCEL=$accel dm_KERNEL=$KERNEL dm_SERIES=$(cat "$KSRC/.dmirror-series" 2>/dev/null || echo unknown)"
 if [ "$PLAN" = --shell ]; then
-	step "interactive guest ($accel, $SMP vCPU, $MEM); host folder $TOP at /host"
+	progress "interactive $KERNEL guest ($accel, $SMP vCPU, $MEM); host folder $TOP at /host"
 	mkdir -p "$LOGDIR"
 	swap_disk "$LOGDIR/swap-shell.img"
 	# shellcheck disable=SC2054  # QEMU options hold commas
@@ -84,55 +88,44 @@ if [ "$PLAN" = --shell ]; then
 	esac
 fi
 
-# PLAN may name several plans, a+b: each gets a guest boot of its own (so
-# that, for example, the stock driver's leaks don't count against the next
-# one's kmemleak scan), and the results are reported together.
+[ -n "${RUN_DIR:-}" ] || die "run.sh is called by vm/check.sh, which sets RUN_DIR"
 plans=$(echo "$PLAN" | tr '+' ' ')
 for p in $plans; do
 	[ -f "$TOP/vm/plans/$p" ] || die "no plan vm/plans/$p"
 done
-RUN=${RUN_DIR:-$LOGDIR/$FLAVOR-$(echo "$PLAN" | tr '+' '-')-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$RUN"
-ln -sfn "$RUN" "$LOGDIR/latest"
-rc=0
-: > "$RUN/console.log"
-: > "$RUN/results.log"
-for p in $plans; do
-	step "booting $FLAVOR kernel, plan '$p' ($accel, $SMP vCPU, $MEM, swap $SWAP, limit ${TIMEOUT}s); logs in $RUN"
-	t=$(now)
-	prc=0
-	swap_disk "$RUN/swap.img"
-	qemu_cmd "$accel"
-	timeout -s KILL "$TIMEOUT" "${QEMU[@]}" \
-		-serial file:"$RUN/console-$p.log" -serial file:"$RUN/results-$p.log" \
-		-append "$KCMD plan=$p $KMETA ${APPEND:-}" \
-		> "$RUN/qemu-$p.log" 2>&1 || prc=$?
-	took "$t" "guest run '$p' (qemu exit $prc)"
-	rm -f "$SWAPFILE"
-	[ "$prc" = 1 ] || rc=$prc
-	cat "$RUN/console-$p.log" >> "$RUN/console.log"
-	cat "$RUN/results-$p.log" >> "$RUN/results.log"
-done
-nplans=$(echo "$plans" | wc -w)
+K=$RUN_DIR/$KERNEL
+mkdir -p "$K"
+: > "$K/boots"
 
-# The one reader of the guest's output (vm/results.py): the files it sent,
-# one line per test, results.ktap and the console's verdict.  results.json
-# is what the kernel tree's own KTAP parser makes of results.ktap.
-st=0
-python3 "$TOP/vm/results.py" "$RUN" "$nplans" "$rc" > "$RUN/summary.txt" || st=$?
-cat "$RUN/summary.txt"
-# kunit.py exits non-zero when the document has a failing test; what
-# matters here is only that it could read it.
-python3 "$KSRC/tools/testing/kunit/kunit.py" parse --json="$RUN/results.json" \
-	"$RUN/results.ktap" > "$RUN/kunit.log" 2>&1 || [ -s "$RUN/results.json" ] ||
-	die "kunit.py could not parse $RUN/results.ktap (see $RUN/kunit.log)"
-# ... and it must count what results.py counted.
-ours=$(tail -n 1 "$RUN/summary.txt")
-theirs=$(sed -n 's/.*Ran [0-9]* tests: //p' "$RUN/kunit.log" | tr -d ',' |
-	awk '{ for (i = 1; i < NF; i += 2) n[$i] = $(i + 1) }
-	     END { printf "%d passed, %d failed, %d skipped", n["passed:"], n["failed:"], n["skipped:"] }')
-[ "$ours" = "$theirs" ] ||
-	die "results.ktap says '$theirs' to kunit.py, results.py says '$ours'"
-[ "$st" = 0 ] ||
-	echo "dmirror-thp: FAILED: see $RUN/console.log and $RUN/results.log" >&2
-exit "$st"
+# boot NAME KIND TIMEOUT APPEND [SUITE TEST]: one guest boot.
+boot()
+{
+	local name=$1 kind=$2 tmo=$3 append=$4 t prc=0
+
+	progress "booting $KERNEL $FLAVOR, $kind '$name' ($accel, $SMP vCPU, $MEM, swap $SWAP, limit ${tmo}s)"
+	t=$(now)
+	swap_disk "$K/swap.img"
+	qemu_cmd "$accel"
+	timeout -s KILL "$tmo" "${QEMU[@]}" \
+		-serial file:"$K/console-$name.log" -serial file:"$K/results-$name.log" \
+		-append "$KCMD $KMETA $append" < /dev/null > "$K/qemu-$name.log" 2>&1 ||
+		prc=$?
+	took "$t" "guest run $KERNEL '$name' (qemu exit $prc)"
+	rm -f "$SWAPFILE"
+	shift 4
+	echo "$name $kind $prc $*" >> "$K/boots"
+}
+
+for p in $plans; do
+	boot "$p" plan "$TIMEOUT" "plan=$p ${APPEND:-}"
+done
+[ $crashes = 1 ] || exit 0
+# A test that crashes the kernel as expected panics it at once (oops=panic,
+# panic_on_warn): QEMU exits (-no-reboot) instead of waiting for the limit.
+n=0
+while read -r suite test; do
+	n=$((n + 1))
+	boot "crash-$n" crash 600 \
+		"plan=crash oops=panic panic_on_warn=1 dm_CRASH_SUITE=$suite dm_CRASH_TEST=$test" \
+		"$suite" "$test"
+done < <(python3 "$TOP/vm/expect.py" crashes "$KERNEL")

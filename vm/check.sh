@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Run a plan on one or more kernels (vm/run.sh each), then report every
+# result and a last line "N passed, N failed, N skipped" (vm/results.py),
+# also as KTAP (results.ktap, a subtest per kernel) and JSON
+# (results.json).  Exit status 0 only if nothing failed and every console
+# is clean.
+#
+# check.sh [--crashes] PLAN KERNEL...   (--crashes: also the crash boots
+#                                        that vm/expect.list lists)
+# RUN_DIR=folder for the logs (default $CACHE/logs/FLAVOR-PLAN-TIME)
+set -eu
+. "$(dirname "$0")/lib.sh"
+need python3
+
+crashes=
+[ "${1:-}" = --crashes ] && { crashes=--crashes; shift; }
+PLAN=${1:?usage: check.sh [--crashes] PLAN KERNEL...}
+shift
+[ $# -gt 0 ] || set -- "$KERNEL"
+RUN=${RUN_DIR:-$LOGDIR/$FLAVOR-$(echo "$PLAN" | tr '+' '-')-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$RUN"
+ln -sfn "$RUN" "$LOGDIR/latest"
+progress "logs in $RUN"
+echo "$*" > "$RUN/kernels"
+for k in "$@"; do
+	# A kernel whose guest cannot even start is a failed run, not a
+	# stop: the others still run, and results.py reports it.
+	KERNEL=$k RUN_DIR=$RUN "$TOP/vm/run.sh" $crashes "$PLAN" ||
+		progress "$k: the boots did not all run (see $RUN/$k)"
+done
+
+# The one reader of the guests' output (vm/results.py): the files they
+# sent, one line per test, results.ktap and the consoles' verdicts.
+# results.json is what the kernel tree's own KTAP parser makes of
+# results.ktap.
+st=0
+python3 "$TOP/vm/results.py" "$RUN" > "$RUN/summary.txt" || st=$?
+cat "$RUN/summary.txt"
+# kunit.py exits non-zero when the document has a failing test; what
+# matters here is only that it could read it.
+python3 "$KSRC/tools/testing/kunit/kunit.py" parse --json="$RUN/results.json" \
+	"$RUN/results.ktap" > "$RUN/kunit.log" 2>&1 || [ -s "$RUN/results.json" ] ||
+	die "kunit.py could not parse $RUN/results.ktap (see $RUN/kunit.log)"
+# ... and it must count what results.py counted.
+ours=$(tail -n 1 "$RUN/summary.txt")
+theirs=$(sed -n 's/.*Ran [0-9]* tests: //p' "$RUN/kunit.log" | tr -d ',' |
+	awk '{ for (i = 1; i < NF; i += 2) n[$i] = $(i + 1) }
+	     END { printf "%d passed, %d failed, %d skipped", n["passed:"], n["failed:"], n["skipped:"] }')
+[ "$ours" = "$theirs" ] ||
+	die "results.ktap says '$theirs' to kunit.py, results.py says '$ours'"
+[ "$st" = 0 ] ||
+	echo "dmirror-thp: FAILED: see $RUN/summary.txt, $RUN/splats.txt and $RUN/<kernel>/" >&2
+exit "$st"
