@@ -378,4 +378,75 @@ TEST_F_TIMEOUT(thp, page_tables_balanced, 120)
 		       before, after, rounds);
 }
 
+/*
+ * Holes in a range whose page table stops above the PMD level (a fresh,
+ * 1 GB-aligned mapping: no PUD entry yet): the page walk reports all of it
+ * as one hole, which must become one device THP per PMD (upstream 7.3:
+ * only the first one).  The module migrates several PMDs per window.
+ */
+TEST_F_TIMEOUT(thp, holes_under_an_empty_pud, 60)
+{
+	const size_t nthp = 4, size = nthp * DM_THP_SIZE, gb = 1UL << 30;
+	struct dmirror_thp_stats st;
+	struct hmm_dmirror_cmd cmd;
+	char *res, *p, *mirror;
+
+	res = dm_ctx_track(&self->c, mmap(NULL, 2 * gb, PROT_NONE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				-1, 0), 2 * gb);
+	ASSERT_NE(MAP_FAILED, res);
+	p = (char *)(((uintptr_t)res + gb - 1) & ~(gb - 1));
+	ASSERT_EQ(p, mmap(p, size, RW, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+			  -1, 0));
+	ASSERT_EQ(0, madvise(p, size, MADV_HUGEPAGE));
+	mirror = dm_ctx_track(&self->c, mmap(NULL, size, RW,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), size);
+	ASSERT_NE(MAP_FAILED, mirror);
+
+	ASSERT_EQ(0, dm_to_dev(self->c.fd[0], p, dm_npages(size), mirror, &cmd));
+	DM_STATS(&self->c, 0, st);
+	dm_stats_print("after the migration", &st);
+	ASSERT_EQ(nthp, st.thp_to_dev);
+	ASSERT_DEV_THP(&self->c, 0, p, nthp);
+	ASSERT_ZERO(mirror, size);
+	ASSERT_ZERO(p, size);
+}
+
+/* ---- a device read that starts inside a device THP ---- */
+
+DM_FIXTURE(read);
+
+/*
+ * The device reads the second half of a device THP, then a window that
+ * starts in its middle and ends in the next one: hmm_range_fault() must
+ * report each page of the device PMD from where the range starts
+ * (upstream 7.3 reports the PMD's first pages), and nothing migrates.
+ */
+TEST_F(read, inside_a_device_thp)
+{
+	const size_t half = DM_THP_SIZE / 2;
+	struct dm_buf *b = DM_FILLED_BUF(&self->c, 2 * DM_THP_SIZE, true, 190);
+	struct dmirror_thp_stats st;
+	struct hmm_dmirror_cmd cmd;
+	int fd2 = dm_open(0);
+
+	ASSERT_LE(0, fd2);
+	DM_MIGRATE_PROVE(&self->c, 0, b, true);
+	/* A second file: its mirror has seen nothing of the range yet. */
+	memset(b->mirror, 0, b->size);
+	ASSERT_EQ(0, dm_read(fd2, b->ptr + half, dm_npages(half), b->mirror, &cmd));
+	ASSERT_EQ(-1, dm_verify_at(b->mirror, half, half, 190));
+	close(fd2);
+	fd2 = dm_open(0);
+	ASSERT_LE(0, fd2);
+	memset(b->mirror, 0, b->size);
+	ASSERT_EQ(0, dm_read(fd2, b->ptr + half, dm_npages(DM_THP_SIZE),
+			     b->mirror, &cmd));
+	ASSERT_EQ(-1, dm_verify_at(b->mirror, half, DM_THP_SIZE, 190));
+	close(fd2);
+	DM_STATS(&self->c, 0, st);
+	ASSERT_EQ(0, st.cpu_faults + st.thp_to_sys + st.base_to_sys);
+	ASSERT_DEV_THP(&self->c, 0, b->ptr, 2);
+}
+
 TEST_HARNESS_MAIN

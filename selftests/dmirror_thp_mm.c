@@ -689,6 +689,38 @@ static void op_clear_refs(struct __test_metadata *_metadata, struct mm_ctx *m)
 				   PM_SOFT_DIRTY));
 }
 
+/*
+ * mremap() marks what it moves soft-dirty, device PMDs too.  The bits are
+ * cleared while the THPs are in system memory (clear_refs), and the THPs
+ * go back to the device with clean, read-only PMDs before they are moved.
+ */
+static void op_mremap_soft_dirty(struct __test_metadata *_metadata,
+				 struct mm_ctx *m)
+{
+	int fd = open("/proc/self/clear_refs", O_WRONLY);
+	char *res, *dst;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, dm_to_sys(m->c->fd[0], m->b->ptr, NPAGES, NULL));
+	ASSERT_EQ(1, write(fd, "4", 1));
+	close(fd);
+	ASSERT_EQ(0, dm_to_dev(m->c->fd[0], m->b->ptr, NPAGES, m->b->mirror, NULL));
+	ASSERT_EQ(0, dm_stats_reset(m->c->fd[0]));
+	ASSERT_EQ(NPAGES, dm_snap_local_pmd(m->c->fd[0], m->b->ptr, NPAGES));
+	ASSERT_EQ(0, pm_count(m->b->ptr, NPAGES, PM_SOFT_DIRTY, PM_SOFT_DIRTY));
+
+	res = mmap(NULL, SIZE + DM_THP_SIZE, PROT_NONE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, res);
+	dm_ctx_track(m->c, res, SIZE + DM_THP_SIZE);
+	dst = (char *)(((uintptr_t)res + DM_THP_SIZE - 1) & ~(DM_THP_SIZE - 1));
+	ASSERT_EQ(dst, mremap(m->b->ptr, SIZE, SIZE,
+			      MREMAP_MAYMOVE | MREMAP_FIXED, dst));
+	m->b->ptr = dst;
+	ASSERT_EQ(NPAGES, pm_count(m->b->ptr, NPAGES, PM_SOFT_DIRTY,
+				   PM_SOFT_DIRTY));
+}
+
 /* ---- the table ---- */
 
 FIXTURE(mmop) { struct dm_ctx c; };
@@ -756,6 +788,7 @@ MMOP(uffd_move, NEED_UFFD, DEV_PMD, 0);
 MMOP(uffd_wp_mprotect, NEED_UFFD_WP, DEV_PMD_RO, 0);
 MMOP(pagemap_scan, NEED_UFFD_WP, DEV_PMD_RO, 0);
 MMOP(clear_refs, NEED_SOFT_DIRTY, SYS_THP, 0);
+MMOP(mremap_soft_dirty, NEED_SOFT_DIRTY, DEV_PMD_RO, 0);
 
 /*
  * Two THPs of data on the device, as PMDs; the operation; then what it

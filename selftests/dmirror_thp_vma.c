@@ -6,7 +6,8 @@
  *  - mremap MAYMOVE|FIXED, with and without DONTUNMAP, before and after the
  *    migration, to an aligned and to an unaligned destination;
  *  - mprotect of a whole device THP and of part of one, then read or write
- *    faults;
+ *    faults; a PTE-mapped device THP (mprotect of half and back) faulted
+ *    on a tail page;
  *  - fork: child and parent each read, write and see only their own data
  *    (THP and 4K; the device entry readable or writable);
  *  - a THP that fork shares with a live child, migrated to the device
@@ -321,6 +322,43 @@ TEST_F(mprot, mprotect_device_thp)
 	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
 	if (!variant->write)
 		ASSERT_TRUE(write_segfaults(b->ptr + off));
+}
+
+/* ---- a PTE-mapped device THP, faulted on a tail page ---- */
+
+DM_FIXTURE(remerge);
+
+/*
+ * mprotect() of half a device THP splits its PMD, and mprotect() back
+ * merges the VMAs again: the device folio is PTE-mapped and covered whole.
+ * The first CPU access, a read of a tail page, brings all of it back in
+ * one fault, as one folio (whole) or page by page (split in collect);
+ * the fault page must be among them, and every page must stay locked
+ * while it migrates (upstream 7.3: kernel BUG in folio_migrate_ksm(),
+ * the head page migrated unlocked).
+ */
+TEST_F(remerge, tail_fault_brings_folio_back)
+{
+	const size_t tail = 300 * DM_PAGE_SIZE;
+	struct dmirror_thp_stats st;
+	struct dm_buf *b = DM_FILLED_BUF(&self->c, DM_THP_SIZE, true, 42);
+	int fd = self->c.fd[0];
+
+	DM_MIGRATE_PROVE(&self->c, 0, b, true);
+	ASSERT_EQ(0, mprotect(b->ptr + DM_ONEMB, DM_ONEMB, PROT_READ));
+	ASSERT_EQ(0, mprotect(b->ptr + DM_ONEMB, DM_ONEMB, RW));
+	ASSERT_EQ(DM_THP_PAGES, dm_snap_local(fd, b->ptr, DM_THP_PAGES));
+	ASSERT_EQ(0, dm_snap_local_pmd(fd, b->ptr, DM_THP_PAGES));
+
+	ASSERT_EQ(-1, dm_verify_at(b->ptr + tail, tail, DM_PAGE_SIZE, 42));
+	DM_STATS(&self->c, 0, st);
+	dm_stats_print("after the fault", &st);
+	ASSERT_EQ(1, st.cpu_faults);
+	ASSERT_EQ(DM_THP_PAGES, st.thp_to_sys * DM_THP_PAGES + st.base_to_sys);
+	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
+	ASSERT_DATA(b->ptr, DM_THP_SIZE, 42);
+	DM_STATS(&self->c, 0, st);
+	ASSERT_EQ(1, st.cpu_faults);
 }
 
 /* ---- fork ---- */
