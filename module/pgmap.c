@@ -3,8 +3,12 @@
  * dmirror-thp dev_pagemap_ops: what the core asks of the device's pages.
  *
  * migrate_to_ram: a CPU access to a device-private entry of this device.
- * For a PMD-mapped device THP (vmf->page is the head page, unlocked,
- * referenced by the caller) the whole PMD-aligned range is migrated with
+ * The core hands vmf->page locked and referenced, and unlocks and releases
+ * it when the callback returns (on the page's new folio if the migration
+ * split it); it is the fault page of the migration, which uses that lock as
+ * its own.  Other faults on the folio back off until it is unlocked, and
+ * find it migrated.  For a PMD-mapped device THP (vmf->page is the head page)
+ * the whole PMD-aligned range is migrated with
  * SELECT_DEVICE_PRIVATE | SELECT_COMPOUND: back as one system THP when a
  * PMD-order folio can be allocated (and HMM_DMIRROR_FLAG_FAIL_ALLOC does not
  * say otherwise), else as HPAGE_PMD_NR base pages, all of them copied, which
@@ -56,14 +60,17 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 	vm_fault_t ret = 0;
 
 	assert_fault_locked(vmf);
+	/* Both kernels lock the fault page; migrate_vma_setup() relies on it. */
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
 	dmirror_count(mdevice, DSTAT_CPU_FAULTS, 1);
 	dmirror_clock_start(&ctx, HMM_DMIRROR_PATH_FAULT);
 
 	/*
-	 * The folio's range: on a PMD, vmf->page is the head whatever the
-	 * address; on a PTE, it is the page that faulted.
+	 * The folio's range: on a PMD (the core leaves vmf->pte NULL),
+	 * vmf->page is the head whatever the address; on a PTE, it is the
+	 * page that faulted, in a folio of any order, PMD-sized ones too.
 	 */
-	if (folio_order(folio) == HPAGE_PMD_ORDER)
+	if (!vmf->pte)
 		fstart = pmd_start;
 	else
 		fstart = start - folio_page_idx(folio, vmf->page) * PAGE_SIZE;
@@ -71,7 +78,8 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 	    fstart <= start && fstart + folio_size(folio) <= vma->vm_end) {
 		start = fstart;
 		nr = folio_nr_pages(folio);
-		args.flags |= MIGRATE_VMA_SELECT_COMPOUND;
+		args.flags |= MIGRATE_VMA_SELECT_COMPOUND |
+			      MIGRATE_VMA_SELECT_MTHP;
 	}
 	args.start = start;
 	args.end = start + nr * PAGE_SIZE;
