@@ -55,6 +55,15 @@ dmirror_compat_make_device_exclusive(struct mm_struct *mm, unsigned long addr,
 #define make_device_exclusive dmirror_compat_make_device_exclusive
 #endif
 
+#ifndef DMIRROR_HAVE_SELECT_MTHP
+/*
+ * No way to ask for PTE-mapped large folios whole: 6.12's series collects
+ * them whole with MIGRATE_VMA_SELECT_COMPOUND alone, upstream 7.3 splits
+ * them.
+ */
+#define MIGRATE_VMA_SELECT_MTHP	0
+#endif
+
 #ifndef DMIRROR_HAVE_HMM_UNLOCKED
 /* compat.c: for a tree without it. */
 int dmirror_compat_hmm_range_fault_unlocked_timeout(struct hmm_range *range,

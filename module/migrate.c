@@ -4,10 +4,14 @@
  * MIGRATE_TO_SYS, and the answers (destination folios and their data) that
  * the CPU fault and eviction paths share.
  *
- * The loop walks the range in PMD-aligned windows with one pair of src/dst
- * arrays of HPAGE_PMD_NR entries, allocated once per call.  A compound src
- * entry (MIGRATE_PFN_COMPOUND) stands for its source folio, of any order from
- * 2 to HPAGE_PMD_ORDER, or for an empty PMD range when it has no page.  It is
+ * The loop walks the range in PMD-aligned windows of up to
+ * DMIRROR_WINDOW_PMDS PMDs, with one pair of src/dst arrays allocated once
+ * per call: one migrate_vma_setup() per window, so that the TLB flushes,
+ * notifier rounds and LRU drains of a migration are paid per window, not per
+ * PMD.  A compound src entry (MIGRATE_PFN_COMPOUND) stands for its source
+ * folio, of any order from 2 to HPAGE_PMD_ORDER (with
+ * MIGRATE_VMA_SELECT_MTHP where the core has it), or for an empty PMD range
+ * when it has no page.  It is
  * answered with one folio of that order when one can be had, and otherwise
  * with a base page for each of its pages, which makes the core split the
  * source; HMM_DMIRROR_FLAG_FAIL_ALLOC forces the latter, at every order.
@@ -32,6 +36,9 @@
 #include "dmirror.h"
 
 #define DMIRROR_GFP_THP	(GFP_TRANSHUGE | __GFP_NORETRY)
+
+#define DMIRROR_WINDOW_PMDS	8
+#define DMIRROR_WINDOW_PAGES	(DMIRROR_WINDOW_PMDS * HPAGE_PMD_NR)
 
 /**
  * dmirror_fail_large_alloc() - consume an armed HMM_DMIRROR_FLAG_FAIL_ALLOC
@@ -393,6 +400,8 @@ int dmirror_answer_to_sys(struct dmirror_migrate_ctx *ctx,
 	unsigned int order;
 	int ret = 0;
 
+	/* It allocates: the fault and eviction paths call it where they may. */
+	might_sleep();
 	memset(dst, 0, npages * sizeof(*dst));
 	for (i = 0; i < npages; i += nr) {
 		struct page *spage = migrate_pfn_to_page(src[i]);
@@ -441,11 +450,12 @@ unsigned long dmirror_count_to_sys(struct dmirror_device *mdevice,
 
 /* ---- the loop ---- */
 
-/* Next window: at most one PMD, within the vma. */
+/* Next window: up to DMIRROR_WINDOW_PMDS PMDs, within the vma. */
 static unsigned long dmirror_window_end(struct vm_area_struct *vma,
 					unsigned long addr, unsigned long end)
 {
-	return min3(end, vma->vm_end, ALIGN_DOWN(addr, PMD_SIZE) + PMD_SIZE);
+	return min3(end, vma->vm_end, ALIGN_DOWN(addr, PMD_SIZE) +
+				      DMIRROR_WINDOW_PMDS * PMD_SIZE);
 }
 
 /* Answer one collected window; returns 0 or an error to stop the loop. */
@@ -454,6 +464,8 @@ static int dmirror_answer_window(struct dmirror_migrate_ctx *ctx,
 {
 	int ret;
 
+	/* The loop's mmap lock keeps args->vma and the collected folios. */
+	mmap_assert_locked(args->vma->vm_mm);
 	if (!to_dev)
 		return dmirror_answer_to_sys(ctx, args->vma, args->start,
 					     args->src, args->dst, args->npages,
@@ -488,7 +500,7 @@ int dmirror_migrate_range(struct dmirror_migrate_ctx *ctx, unsigned long start,
 	struct mm_struct *mm = dmirror->notifier.mm;
 	struct migrate_vma args = {
 		.pgmap_owner = ctx->mdevice,
-		.flags = MIGRATE_VMA_SELECT_COMPOUND |
+		.flags = MIGRATE_VMA_SELECT_COMPOUND | MIGRATE_VMA_SELECT_MTHP |
 			 (to_dev ? MIGRATE_VMA_SELECT_SYSTEM :
 				   MIGRATE_VMA_SELECT_DEVICE_PRIVATE),
 	};
@@ -496,8 +508,8 @@ int dmirror_migrate_range(struct dmirror_migrate_ctx *ctx, unsigned long start,
 	int ret = 0;
 
 	*moved = 0;
-	args.src = kvcalloc(HPAGE_PMD_NR, sizeof(*args.src), GFP_KERNEL);
-	args.dst = kvcalloc(HPAGE_PMD_NR, sizeof(*args.dst), GFP_KERNEL);
+	args.src = kvcalloc(DMIRROR_WINDOW_PAGES, sizeof(*args.src), GFP_KERNEL);
+	args.dst = kvcalloc(DMIRROR_WINDOW_PAGES, sizeof(*args.dst), GFP_KERNEL);
 	if (!args.src || !args.dst) {
 		ret = -ENOMEM;
 		goto out_free;
