@@ -23,6 +23,7 @@ mkdir -p "$RUN"
 ln -sfn "$RUN" "$LOGDIR/latest"
 progress "logs in $RUN"
 echo "$*" > "$RUN/kernels"
+echo "$FLAVOR" > "$RUN/flavour"
 for k in "$@"; do
 	# A kernel whose guest cannot even start is a failed run, not a
 	# stop: the others still run, and results.py reports it.

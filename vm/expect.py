@@ -4,7 +4,8 @@
 
 Each line is KIND KERNEL SUITE TEST REASON, whitespace separated, with
 KERNEL, SUITE and TEST shell globs (fnmatch) and REASON the rest of the
-line.  KIND is one of:
+line.  KERNEL names a kernel ("7.3-pristine"), or a kernel and a flavour
+("*/debug"): an entry for one flavour only.  KIND is one of:
 
   skip   the test may skip on that kernel (the harness's SKIP)
   xfail  the test is expected to fail on that kernel: its failure is
@@ -13,16 +14,22 @@ line.  KIND is one of:
          out (kselftest's -T NAME, so TEST is a bare test name) and it
          runs in a boot of its own, where the console must show the
          REASON's leading {regex}; anything else fails the run
+  omit   the test cannot run in that kernel's guest (a benchmark that a
+         debug kernel under an emulator takes past its harness timeout):
+         the plans leave it out (-T NAME, as for crash) and it is
+         reported as a skip with the REASON
 
-expect.py crashes KERNEL   print "SUITE TEST" for each crash entry of KERNEL:
-                           what the plans leave out, and one boot each
+expect.py crashes KERNEL FLAVOR   "SUITE TEST" for each crash entry of
+                                  KERNEL: one boot each
+expect.py exclude KERNEL FLAVOR   "SUITE TEST" for each crash and omit
+                                  entry: what the plans leave out
 """
 import fnmatch
 import os
 import re
 import sys
 
-KINDS = ("skip", "xfail", "crash")
+KINDS = ("skip", "xfail", "crash", "omit")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -44,8 +51,13 @@ class Entry:
         if not self.reason:
             raise ValueError("%s: an entry needs a reason" % where)
 
-    def matches(self, kernel, suite, test):
-        return (fnmatch.fnmatchcase(kernel, self.kernel) and
+    def for_kernel(self, kernel, flavour):
+        if "/" in self.kernel:
+            kernel = "%s/%s" % (kernel, flavour)
+        return fnmatch.fnmatchcase(kernel, self.kernel)
+
+    def matches(self, kernel, flavour, suite, test):
+        return (self.for_kernel(kernel, flavour) and
                 fnmatch.fnmatchcase(suite, self.suite) and
                 fnmatch.fnmatchcase(test, self.test))
 
@@ -66,23 +78,34 @@ def load(path=os.path.join(HERE, "expect.list")):
     return entries
 
 
-def lookup(entries, kind, kernel, suite, test):
+def lookup(entries, kind, kernel, flavour, suite, test):
     """The first entry of KIND that matches, or None."""
     for e in entries:
-        if e.kind == kind and e.matches(kernel, suite, test):
+        if e.kind == kind and e.matches(kernel, flavour, suite, test):
             return e
     return None
 
 
-def crashes(entries, kernel):
+def of_kind(entries, kinds, kernel, flavour):
     return [e for e in entries
-            if e.kind == "crash" and fnmatch.fnmatchcase(kernel, e.kernel)]
+            if e.kind in kinds and e.for_kernel(kernel, flavour)]
+
+
+def crashes(entries, kernel, flavour):
+    return of_kind(entries, ("crash",), kernel, flavour)
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] != "crashes":
-        sys.exit("usage: expect.py crashes KERNEL")
-    for e in crashes(load(), sys.argv[2]):
+    a = sys.argv[1:]
+    if a[:1] == ["crashes"] and len(a) == 3:
+        todo = crashes(load(), a[1], a[2])
+    elif a[:1] == ["exclude"] and len(a) == 3:
+        todo = of_kind(load(), ("crash", "omit"), a[1], a[2])
+    else:
+        sys.exit("usage: expect.py crashes|exclude KERNEL FLAVOR")
+    for e in todo:
+        if e.kind == "omit" and re.search(r"[][*?]", e.test):
+            sys.exit("%s: an omit entry names one test, not a glob" % e.test)
         print("%s %s" % (e.suite, e.test))
     return 0
 

@@ -52,6 +52,7 @@ cat > "$OUT/boot.sh" <<EOF
 cd "\$(dirname "\$0")" || exit 1
 mkdir -p run/$KERNEL
 echo $KERNEL > run/kernels
+echo $FLAVOR > run/flavour
 rc=0
 ${QEMU[*]} \\
 	-serial file:run/$KERNEL/console-$PLAN.log -serial file:run/$KERNEL/results-$PLAN.log \\

@@ -28,6 +28,7 @@ kunit.py count it), an expected failure that passes (XPASS) a failure; a
 crash boot passes as XFAIL only if its console shows the expected report.
 Exit status: 0 if nothing failed.
 """
+import fnmatch
 import os
 import re
 import sys
@@ -59,13 +60,17 @@ class Group:
         self.plan = None              # a TAP suite's "1..N", once seen
 
 
+# The run's flavour (RUN_DIR/flavour): vm/expect.list may name one.
+FLAVOR = "normal"
+
+
 def judge(entries, kernel, suite, name, ok, skip_reason):
     """A test's status and reason, by its result and vm/expect.list."""
     if skip_reason is not None:
-        if expect.lookup(entries, "skip", kernel, suite, name):
+        if expect.lookup(entries, "skip", kernel, FLAVOR, suite, name):
             return "skip", skip_reason
         return "fail", "skipped, and not an allowed skip: " + skip_reason
-    xf = expect.lookup(entries, "xfail", kernel, suite, name)
+    xf = expect.lookup(entries, "xfail", kernel, FLAVOR, suite, name)
     if xf and ok:
         return "fail", "XPASS: expected to fail on %s (%s)" % (kernel, xf.reason)
     if xf:
@@ -112,6 +117,16 @@ def read_boot(path, kernel, entries, suites, steps, out_dir):
             elif suite and not suite.tests:
                 # A report, not a test (the bench): its exit status.
                 suite.tests.append(Test("exited with status 0", "pass"))
+            if suite:
+                # What the plan left out of it (-T): a skip, with why.
+                for e in expect.of_kind(entries, ("omit",), kernel, FLAVOR):
+                    if not fnmatch.fnmatchcase(suite.name, e.suite):
+                        continue
+                    ran = any(t.name == e.test or t.name.endswith("." + e.test)
+                              for t in suite.tests)
+                    suite.tests.append(
+                        Test(e.test, "fail", "left out by vm/expect.list, and ran")
+                        if ran else Test(e.test, "skip", "left out: " + e.reason))
             suite = None
         elif line.startswith("### SUITE "):
             suite = Group(line.split()[2])
@@ -183,7 +198,7 @@ def read_kernel(run, kernel, entries, splats):
         if kind == "crash":
             suite, test = b[3], b[4]
             what = "%s: %s" % (suite, test)
-            e = next((c for c in expect.crashes(entries, kernel)
+            e = next((c for c in expect.crashes(entries, kernel, FLAVOR)
                       if c.suite == suite and c.test == test), None)
             if e is None:
                 crashes.tests.append(Test(what, "fail", "no such crash entry"))
@@ -279,8 +294,14 @@ def write_ktap(path, kernels):
 
 
 def main():
+    global FLAVOR
     run = sys.argv[1]
     entries = expect.load()
+    try:
+        with open(os.path.join(run, "flavour")) as f:
+            FLAVOR = f.read().strip()
+    except OSError:
+        pass
     with open(os.path.join(run, "kernels")) as f:
         names = f.read().split()
     counts = {"pass": 0, "fail": 0, "skip": 0, "xfail": 0}

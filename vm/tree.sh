@@ -23,7 +23,8 @@ upto=
 read -r ver tarball < <("$TOP/vm/source.sh" "$KVER" | tail -n 1)
 [ -n "${tarball:-}" ] || die "no linux-source-$KVER"
 if [ -n "$PATCHES" ]; then
-	base=$(cat "$PATCHES/BASE" 2>/dev/null || true)
+	[ -f "$PATCHES/BASE" ] || die "no $PATCHES/BASE"
+	base=$(cat "$PATCHES/BASE")
 	[ "$ver" = "$base" ] ||
 		echo "dmirror-thp: warning: linux-source-$KVER is '$ver', the $KERNEL series was tested on '$base'" >&2
 fi
@@ -39,6 +40,8 @@ key=$( { echo "$ver"; [ -z "$list" ] || (cd "$PATCHES" && cat $list); } |
 
 git_k() { git -C "$KSRC" -c user.name=dmirror-thp -c user.email=bench@localhost "$@"; }
 git_am() { git -C "$AM" -c user.name=dmirror-thp -c user.email=bench@localhost "$@"; }
+# Abort a git am that an interrupted run left in the scratch worktree.
+am_abort() { [ ! -d "$(git_am rev-parse --path-format=absolute --git-path rebase-apply)" ] || git_am am --abort; }
 
 # Everything below changes the tree: one at a time, and never under a build
 # (the build lock of lib.sh's locked(), held until the script exits).
@@ -81,14 +84,14 @@ if ! git -C "$AM" rev-parse -q --verify HEAD >/dev/null 2>&1; then
 	git_k worktree prune
 	git_k worktree add -q --detach "$AM" base
 fi
-git_am am --abort >/dev/null 2>&1 || true
+am_abort
 git_am checkout -q -f --detach base
 for p in $list; do
 	if ! git_am am -q --whitespace=nowarn "$PATCHES/$p" > "$KDIR/am.log" 2>&1; then
 		echo "dmirror-thp: error: $KERNEL patch $p does not apply:" >&2
 		grep -v -e '^hint:' -e 'git am --' -e 'resolved this problem' "$KDIR/am.log" | sed 's/^/    /' >&2
 		git_am apply --check -v "$PATCHES/$p" 2>&1 | grep -A8 -i 'error\|failed' | head -n 30 >&2
-		git_am am --abort >/dev/null 2>&1 || true
+		am_abort
 		rm -f "$KSRC/.dmirror-series"
 		exit 1
 	fi
