@@ -47,7 +47,7 @@ static int dmirror_fops_open(struct inode *inode, struct file *filp)
 
 	if (!current->mm)
 		return -ENOENT;
-	dmirror = kzalloc(sizeof(*dmirror), GFP_KERNEL);
+	dmirror = kzalloc_obj(*dmirror, GFP_KERNEL);
 	if (!dmirror)
 		return -ENOMEM;
 	dmirror->mdevice = mdevice;
@@ -129,8 +129,12 @@ static int dmirror_check_range(struct dmirror *dmirror,
 	return 0;
 }
 
-static int dmirror_set_flags(struct dmirror *dmirror, u64 flags)
+/* HMM_DMIRROR_FLAGS: the flags in cmd->npages, for this open file */
+static int dmirror_set_flags(struct dmirror *dmirror,
+			     struct hmm_dmirror_cmd *cmd)
 {
+	u64 flags = cmd->npages;
+
 	if (flags & ~HMM_DMIRROR_FLAGS_ALL)
 		return -EINVAL;
 	if (flags & HMM_DMIRROR_FLAG_FAIL_ALLOC)
@@ -268,32 +272,66 @@ static int dmirror_migrate(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
 	return ret;
 }
 
-static int dmirror_range_cmd(struct dmirror *dmirror, unsigned int command,
-			     struct hmm_dmirror_cmd *cmd)
+static int dmirror_migrate_to_dev(struct dmirror *dmirror,
+				  struct hmm_dmirror_cmd *cmd)
 {
-	int ret = dmirror_check_range(dmirror, cmd);
+	return dmirror_migrate(dmirror, cmd, true);
+}
 
+static int dmirror_migrate_to_sys(struct dmirror *dmirror,
+				  struct hmm_dmirror_cmd *cmd)
+{
+	return dmirror_migrate(dmirror, cmd, false);
+}
+
+/* HMM_DMIRROR_RELEASE: evict this file's pages from the device */
+static int dmirror_release(struct dmirror *dmirror,
+			   struct hmm_dmirror_cmd *cmd)
+{
+	dmirror_evict_all(dmirror->mdevice, dmirror);
+	return 0;
+}
+
+/*
+ * The commands that take a struct hmm_dmirror_cmd, each with its handler;
+ * @range: the command names an address range of the opener's mm, checked
+ * first.
+ */
+static const struct dmirror_cmd_op {
+	unsigned int	command;
+	bool		range;
+	int		(*fn)(struct dmirror *dmirror,
+			      struct hmm_dmirror_cmd *cmd);
+} dmirror_cmd_ops[] = {
+	{ HMM_DMIRROR_READ,		true,	dmirror_read },
+	{ HMM_DMIRROR_READ_UNLOCKED,	true,	dmirror_read_unlocked },
+	{ HMM_DMIRROR_WRITE,		true,	dmirror_write },
+	{ HMM_DMIRROR_MIGRATE_TO_DEV,	true,	dmirror_migrate_to_dev },
+	{ HMM_DMIRROR_MIGRATE_TO_SYS,	true,	dmirror_migrate_to_sys },
+	{ HMM_DMIRROR_SNAPSHOT,		true,	dmirror_snapshot },
+	{ HMM_DMIRROR_EXCLUSIVE,	true,	dmirror_exclusive },
+	{ HMM_DMIRROR_CHECK_EXCLUSIVE,	true,	dmirror_check_exclusive },
+	{ HMM_DMIRROR_RELEASE,		false,	dmirror_release },
+	{ HMM_DMIRROR_FLAGS,		false,	dmirror_set_flags },
+};
+
+static long dmirror_cmd_ioctl(struct dmirror *dmirror,
+			      const struct dmirror_cmd_op *op,
+			      void __user *uarg)
+{
+	struct hmm_dmirror_cmd cmd;
+	int ret;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	cmd.cpages = 0;
+	cmd.faults = 0;
+	ret = op->range ? dmirror_check_range(dmirror, &cmd) : 0;
+	if (!ret)
+		ret = op->fn(dmirror, &cmd);
 	if (ret)
 		return ret;
-	switch (command) {
-	case HMM_DMIRROR_READ:
-		return dmirror_read(dmirror, cmd);
-	case HMM_DMIRROR_READ_UNLOCKED:
-		return dmirror_read_unlocked(dmirror, cmd);
-	case HMM_DMIRROR_WRITE:
-		return dmirror_write(dmirror, cmd);
-	case HMM_DMIRROR_MIGRATE_TO_DEV:
-		return dmirror_migrate(dmirror, cmd, true);
-	case HMM_DMIRROR_MIGRATE_TO_SYS:
-		return dmirror_migrate(dmirror, cmd, false);
-	case HMM_DMIRROR_SNAPSHOT:
-		return dmirror_snapshot(dmirror, cmd);
-	case HMM_DMIRROR_EXCLUSIVE:
-		return dmirror_exclusive(dmirror, cmd);
-	case HMM_DMIRROR_CHECK_EXCLUSIVE:
-		return dmirror_check_exclusive(dmirror, cmd);
-	}
-	return -EINVAL;
+	return copy_to_user(uarg, &cmd, sizeof(cmd)) ? -EFAULT : 0;
 }
 
 static long dmirror_fops_unlocked_ioctl(struct file *filp,
@@ -303,8 +341,7 @@ static long dmirror_fops_unlocked_ioctl(struct file *filp,
 	struct dmirror *dmirror = filp->private_data;
 	struct dmirror_device *mdevice = dmirror->mdevice;
 	void __user *uarg = (void __user *)arg;
-	struct hmm_dmirror_cmd cmd;
-	int ret;
+	size_t i;
 
 	switch (command) {
 	case HMM_DMIRROR_STATS:
@@ -318,42 +355,12 @@ static long dmirror_fops_unlocked_ioctl(struct file *filp,
 		return dmirror_get_phases(mdevice, uarg);
 	case HMM_DMIRROR_COPY_BENCH:
 		return dmirror_copy_bench_ioctl(uarg);
-	case HMM_DMIRROR_READ:
-	case HMM_DMIRROR_READ_UNLOCKED:
-	case HMM_DMIRROR_WRITE:
-	case HMM_DMIRROR_MIGRATE_TO_DEV:
-	case HMM_DMIRROR_MIGRATE_TO_SYS:
-	case HMM_DMIRROR_SNAPSHOT:
-	case HMM_DMIRROR_EXCLUSIVE:
-	case HMM_DMIRROR_CHECK_EXCLUSIVE:
-	case HMM_DMIRROR_RELEASE:
-	case HMM_DMIRROR_FLAGS:
-		break;
-	default:
-		return -ENOTTY;
 	}
-
-	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
-		return -EFAULT;
-	cmd.cpages = 0;
-	cmd.faults = 0;
-
-	switch (command) {
-	case HMM_DMIRROR_RELEASE:
-		dmirror_evict_all(mdevice, dmirror);
-		ret = 0;
-		break;
-	case HMM_DMIRROR_FLAGS:
-		ret = dmirror_set_flags(dmirror, cmd.npages);
-		break;
-	default:
-		ret = dmirror_range_cmd(dmirror, command, &cmd);
-		break;
-	}
-	if (ret)
-		return ret;
-
-	return copy_to_user(uarg, &cmd, sizeof(cmd)) ? -EFAULT : 0;
+	for (i = 0; i < ARRAY_SIZE(dmirror_cmd_ops); i++)
+		if (dmirror_cmd_ops[i].command == command)
+			return dmirror_cmd_ioctl(dmirror, &dmirror_cmd_ops[i],
+						 uarg);
+	return -ENOTTY;
 }
 
 static const struct file_operations dmirror_fops = {
@@ -393,7 +400,7 @@ static int dmirror_device_create(int id, unsigned int max_chunks)
 	struct dmirror_device *mdevice;
 	int ret;
 
-	mdevice = kzalloc(sizeof(*mdevice), GFP_KERNEL);
+	mdevice = kzalloc_obj(*mdevice, GFP_KERNEL);
 	if (!mdevice)
 		return -ENOMEM;
 	device_initialize(&mdevice->device);

@@ -216,7 +216,7 @@ static int dmirror_chunk_add(struct dmirror_device *mdevice, unsigned int seen)
 	if (mdevice->nr_chunks >= mdevice->max_chunks)
 		goto out;
 
-	chunk = kzalloc(sizeof(*chunk), GFP_KERNEL);
+	chunk = kzalloc_obj(*chunk, GFP_KERNEL);
 	if (!chunk)
 		goto out;
 	chunk->backing = kvcalloc(DMIRROR_CHUNK_PAGES, sizeof(*chunk->backing),
@@ -301,6 +301,7 @@ struct page *dmirror_devmem_alloc(struct dmirror_device *mdevice,
 	unsigned long off;
 	unsigned int seen;
 
+	might_sleep();
 	for (;;) {
 		spin_lock_irq(&mdevice->lock);
 		seen = mdevice->nr_chunks;

@@ -17,7 +17,7 @@
  *               read-back
  *   pgmap.c     dev_pagemap_ops: CPU faults, folio split, folio free
  *   evict.c     eviction (RELEASE, device removal)
- *   migrate.c   the migrate_vma loop, and allocation and copy of answers
+ *   migrate.c   the migrate_vma loop, and the destinations: allocation, copy
  *   devmem.c    the allocator: chunks, pools, backing store
  *   copy.c      page copies to and from user space
  *   compat.c    hmm_range_fault_unlocked_timeout() where the tree lacks it
@@ -254,14 +254,14 @@ void dmirror_pool_gauges(struct dmirror_device *mdevice,
 void dmirror_pool_order_gauges(struct dmirror_device *mdevice,
 			       struct dmirror_thp_order_stats *os);
 
-/* migrate.c: the migrate_vma loop, allocation and copy of the answers */
+/* migrate.c: the migrate_vma loop, allocation and copy of the destinations */
 bool dmirror_fail_large_alloc(struct dmirror_migrate_ctx *ctx);
 int dmirror_migrate_range(struct dmirror_migrate_ctx *ctx, unsigned long start,
 			  unsigned long end, bool to_dev, u64 *moved);
-int dmirror_answer_to_sys(struct dmirror_migrate_ctx *ctx,
-			  struct vm_area_struct *vma, unsigned long start,
-			  const unsigned long *src, unsigned long *dst,
-			  unsigned long npages, enum dmirror_stat split_stat);
+int dmirror_alloc_copy_sys(struct dmirror_migrate_ctx *ctx,
+			   struct vm_area_struct *vma, unsigned long start,
+			   const unsigned long *src, unsigned long *dst,
+			   unsigned long npages, enum dmirror_stat split_stat);
 unsigned long dmirror_count_to_sys(struct dmirror_device *mdevice,
 				   const unsigned long *src,
 				   const unsigned long *dst,
@@ -280,13 +280,13 @@ extern const struct mmu_interval_notifier_ops dmirror_min_ops;
 int dmirror_read(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
 int dmirror_write(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
 int dmirror_read_back(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
-		      bool settle);
+		      bool retry);
 int dmirror_exclusive(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
 int dmirror_check_exclusive(struct dmirror *dmirror,
 			    struct hmm_dmirror_cmd *cmd);
 int dmirror_read_unlocked(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
-int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range,
-			     bool unlocked);
+int dmirror_hmm_fault_and_lock(struct dmirror *dmirror,
+			       struct hmm_range *range, bool unlocked);
 
 /* snapshot.c: HMM_DMIRROR_SNAPSHOT */
 int dmirror_snapshot(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);

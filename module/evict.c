@@ -58,8 +58,8 @@ static void dmirror_evict_chunk(struct dmirror_migrate_ctx *ctx,
 		if (READ_ONCE(evict_delay_ms))
 			msleep(READ_ONCE(evict_delay_ms));
 		dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_SETUP);
-		dmirror_answer_to_sys(ctx, NULL, 0, src, dst, HPAGE_PMD_NR,
-				      DSTAT_SPLIT_MIGRATE);
+		dmirror_alloc_copy_sys(ctx, NULL, 0, src, dst, HPAGE_PMD_NR,
+				       DSTAT_SPLIT_MIGRATE);
 		migrate_device_pages(src, dst, HPAGE_PMD_NR);
 		dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_PAGES);
 		moved = dmirror_count_to_sys(mdevice, src, dst, HPAGE_PMD_NR);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dmirror-thp migration: the migrate_vma loop of MIGRATE_TO_DEV and
- * MIGRATE_TO_SYS, and the answers (destination folios and their data) that
+ * MIGRATE_TO_SYS, and the destinations (folios and their data) that
  * the CPU fault and eviction paths share.
  *
  * The loop walks the range in PMD-aligned windows of up to
@@ -11,20 +11,20 @@
  * PMD.  A compound src entry (MIGRATE_PFN_COMPOUND) stands for its source
  * folio, of any order from 2 to HPAGE_PMD_ORDER (with
  * MIGRATE_VMA_SELECT_MTHP where the core has it), or for an empty PMD range
- * when it has no page.  It is
- * answered with one folio of that order when one can be had, and otherwise
- * with a base page for each of its pages, which makes the core split the
- * source; HMM_DMIRROR_FLAG_FAIL_ALLOC forces the latter, at every order.
- * Every window is answered in two passes, as a DMA engine would be driven:
- * first every destination is allocated, then every answered entry is copied
- * in full, before migrate_vma_pages().  Each pass is one phase of the
- * HMM_DMIRROR_PHASES clock.
+ * when it has no page.  It is given one destination folio of that order
+ * when one can be had, and otherwise a base page for each of its pages,
+ * which makes the core split the source; HMM_DMIRROR_FLAG_FAIL_ALLOC forces
+ * the latter, at every order.  Every window's destinations are made in two
+ * passes, as a DMA engine would be driven: first every destination is
+ * allocated, then every entry that has one is copied in full, before
+ * migrate_vma_pages().  Each pass is one phase of the HMM_DMIRROR_PHASES
+ * clock.
  *
  * Locking: dmirror_migrate_range() holds the mmap read lock of the mirrored
  * mm across setup, copy, pages and finalize; device allocation may take
  * devmem_lock under it.  dmirror->mutex is not taken: the mirror page table
- * learns of the moved pages from hmm_range_fault().  The answer helpers take
- * no lock and sleep only in page allocation.
+ * learns of the moved pages from hmm_range_fault().  The destination
+ * helpers take no lock and sleep only in page allocation.
  */
 #include <linux/gfp.h>
 #include <linux/highmem.h>
@@ -118,7 +118,7 @@ static unsigned long dmirror_count_moved(struct dmirror_device *mdevice,
 
 /* ---- to the device ---- */
 
-/* Answer a compound src entry with one device folio; false to fall back. */
+/* One device folio for a compound src entry; false to fall back. */
 static bool dmirror_alloc_dev_folio(struct dmirror_migrate_ctx *ctx,
 				    unsigned long *dst, unsigned long write,
 				    unsigned int order)
@@ -148,7 +148,7 @@ static void dmirror_dst_release(unsigned long *dst, unsigned long nr)
 	}
 }
 
-/* Answer @nr entries with base device pages; all or nothing. */
+/* Base device pages for @nr entries; all or nothing. */
 static void dmirror_alloc_dev_base(struct dmirror_device *mdevice,
 				   unsigned long *dst, unsigned long nr,
 				   unsigned long write)
@@ -171,7 +171,7 @@ undo:
 /*
  * Allocate device memory for the collected entries.  Returns -EINVAL if a
  * collected page is not anonymous (page cache, shmem): only anonymous memory
- * can move to device-private memory, and such an entry is not answered.
+ * can move to device-private memory, and such an entry gets no destination.
  */
 static int dmirror_alloc_to_dev(struct dmirror_migrate_ctx *ctx,
 				struct migrate_vma *args)
@@ -231,8 +231,8 @@ static void dmirror_copy_page_to_dev(struct page *dpage, struct page *spage)
 }
 
 /*
- * The second pass: copy every answered entry, a compound answer as one
- * folio, a base answer to a compound source page by page.
+ * The second pass: copy every entry that has a destination, a compound one
+ * as one folio, base destinations of a compound source page by page.
  */
 static void dmirror_copy_to_dev(struct migrate_vma *args)
 {
@@ -290,7 +290,7 @@ static unsigned long dmirror_count_to_dev(struct dmirror_device *mdevice,
 /* ---- to system memory ---- */
 
 /*
- * Answer a compound device entry with one system folio of @order; false to
+ * One system folio of @order for a compound device entry; false to
  * fall back.
  */
 static bool dmirror_alloc_sys_folio(struct dmirror_migrate_ctx *ctx,
@@ -317,7 +317,7 @@ static bool dmirror_alloc_sys_folio(struct dmirror_migrate_ctx *ctx,
 }
 
 /*
- * Answer @nr entries with base system pages, all or nothing.  Without a vma
+ * Base system pages for @nr entries, all or nothing.  Without a vma
  * (eviction) the allocation cannot fail: nothing may be lost.
  */
 static int dmirror_alloc_sys_base(struct vm_area_struct *vma,
@@ -346,7 +346,7 @@ undo:
 	return -ENOMEM;
 }
 
-/* The second pass: copy every answered device page to its system page. */
+/* The second pass: copy every device page that has a destination. */
 static void dmirror_copy_to_sys(const unsigned long *src,
 				const unsigned long *dst, unsigned long npages)
 {
@@ -378,22 +378,22 @@ static void dmirror_copy_to_sys(const unsigned long *src,
 }
 
 /**
- * dmirror_answer_to_sys() - allocate and fill system pages for device pages
+ * dmirror_alloc_copy_sys() - allocate and fill system pages for device ones
  * @ctx:        the migration (its phase clock is lapped: ALLOC, COPY)
  * @vma:        the vma (migrate_vma paths), or NULL (eviction)
  * @start:      virtual address of src[0] (ignored without @vma)
  * @src:        collected entries
- * @dst:        answers; every entry is written
+ * @dst:        destinations; every entry is written
  * @npages:     entries
- * @split_stat: counter for a compound entry answered with base pages
+ * @split_stat: counter for a compound entry given base pages
  *
- * Return: 0, or -ENOMEM if some entries got no answer (they stay on the
+ * Return: 0, or -ENOMEM if some entries got no destination (they stay on the
  * device).
  */
-int dmirror_answer_to_sys(struct dmirror_migrate_ctx *ctx,
-			  struct vm_area_struct *vma, unsigned long start,
-			  const unsigned long *src, unsigned long *dst,
-			  unsigned long npages, enum dmirror_stat split_stat)
+int dmirror_alloc_copy_sys(struct dmirror_migrate_ctx *ctx,
+			   struct vm_area_struct *vma, unsigned long start,
+			   const unsigned long *src, unsigned long *dst,
+			   unsigned long npages, enum dmirror_stat split_stat)
 {
 	struct dmirror_device *mdevice = ctx->mdevice;
 	unsigned long i, nr;
@@ -458,18 +458,18 @@ static unsigned long dmirror_window_end(struct vm_area_struct *vma,
 				      DMIRROR_WINDOW_PMDS * PMD_SIZE);
 }
 
-/* Answer one collected window; returns 0 or an error to stop the loop. */
-static int dmirror_answer_window(struct dmirror_migrate_ctx *ctx,
-				 struct migrate_vma *args, bool to_dev)
+/* Destinations for one collected window; 0 or an error to stop the loop. */
+static int dmirror_alloc_copy_window(struct dmirror_migrate_ctx *ctx,
+				     struct migrate_vma *args, bool to_dev)
 {
 	int ret;
 
 	/* The loop's mmap lock keeps args->vma and the collected folios. */
 	mmap_assert_locked(args->vma->vm_mm);
 	if (!to_dev)
-		return dmirror_answer_to_sys(ctx, args->vma, args->start,
-					     args->src, args->dst, args->npages,
-					     DSTAT_SPLIT_MIGRATE);
+		return dmirror_alloc_copy_sys(ctx, args->vma, args->start,
+					      args->src, args->dst, args->npages,
+					      DSTAT_SPLIT_MIGRATE);
 	ret = dmirror_alloc_to_dev(ctx, args);
 	dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_ALLOC);
 	dmirror_copy_to_dev(args);
@@ -485,7 +485,7 @@ static int dmirror_answer_window(struct dmirror_migrate_ctx *ctx,
  * @to_dev: to this device's memory, or back to system memory
  * @moved:  (out) pages that moved
  *
- * Every window of [@start, @end) goes through setup, answer, pages and
+ * Every window of [@start, @end) goes through setup, destinations, pages and
  * finalize; the first window that fails stops the walk, and what moved
  * before it stays moved.
  *
@@ -532,7 +532,7 @@ int dmirror_migrate_range(struct dmirror_migrate_ctx *ctx, unsigned long start,
 		if (ret)
 			break;
 		dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_SETUP);
-		ret = dmirror_answer_window(ctx, &args, to_dev);
+		ret = dmirror_alloc_copy_window(ctx, &args, to_dev);
 		migrate_vma_pages(&args);
 		dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_PAGES);
 		*moved += to_dev ? dmirror_count_to_dev(ctx->mdevice, &args) :

@@ -39,7 +39,7 @@
 #include "dmirror.h"
 
 /* Lookups of a missing page before the read-back reports -ENOENT. */
-#define DMIRROR_SETTLE_TRIES	10
+#define DMIRROR_READ_BACK_TRIES	10
 /*
  * Times a device write migrates one window back to system memory to break
  * COW (fork shared it read-only) before it gives up with -EBUSY.
@@ -308,12 +308,12 @@ static int dmirror_fault_errno(struct mm_struct *mm, struct hmm_range *range)
 static int dmirror_hmm_range_fault(struct dmirror *dmirror,
 				   struct hmm_range *range, bool unlocked)
 {
+	unsigned long timeout = msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
 	struct mm_struct *mm = dmirror->notifier.mm;
 	int ret;
 
 	if (unlocked) {
-		ret = hmm_range_fault_unlocked_timeout(range,
-			msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT));
+		ret = hmm_range_fault_unlocked_timeout(range, timeout);
 		if (ret != -EFAULT)
 			return ret;
 		mmap_read_lock(mm);
@@ -329,17 +329,20 @@ static int dmirror_hmm_range_fault(struct dmirror *dmirror,
 }
 
 /**
- * dmirror_hmm_fault_locked() - hmm_range_fault() until the result is stable
+ * dmirror_hmm_fault_and_lock() - hmm_range_fault(), then take dmirror->mutex
  * @dmirror:  the mirror
  * @range:    the range, with its notifier set
  * @unlocked: let the faults drop the mmap lock and wait (READ_UNLOCKED)
  *
- * Return: 0 with dmirror->mutex held and @range->hmm_pfns valid until it is
- * dropped, or an error without it: -EBUSY after HMM_RANGE_DEFAULT_TIMEOUT,
+ * Faults until the result is stable under dmirror->mutex, the lock that the
+ * interval notifier takes: the caller uses @range->hmm_pfns, then unlocks.
+ *
+ * Context: takes dmirror->mutex on success, and returns with it held.
+ * Return: 0, or without the lock: -EBUSY after HMM_RANGE_DEFAULT_TIMEOUT,
  * -EFAULT for a range the access is not allowed to, -ENOMEM, -EINTR.
  */
-int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range,
-			     bool unlocked)
+int dmirror_hmm_fault_and_lock(struct dmirror *dmirror,
+			       struct hmm_range *range, bool unlocked)
 {
 	unsigned long timeout =
 		jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
@@ -366,7 +369,7 @@ int dmirror_hmm_fault_locked(struct dmirror *dmirror, struct hmm_range *range,
 static int dmirror_range_fault(struct dmirror *dmirror,
 			       struct hmm_range *range, bool unlocked)
 {
-	int ret = dmirror_hmm_fault_locked(dmirror, range, unlocked);
+	int ret = dmirror_hmm_fault_and_lock(dmirror, range, unlocked);
 
 	if (ret)
 		return ret;
@@ -393,7 +396,7 @@ static int dmirror_window_to_sys(struct dmirror *dmirror, unsigned long start,
  * Fault [start, end) into the mirror, one PMD-aligned window at a time.
  * @req: HMM_PFN_REQ_FAULT, optionally with HMM_PFN_REQ_WRITE; or 0 to only
  * record what is readable without a fault.  @unlocked: the faults may drop
- * the mmap lock and wait (see dmirror_hmm_fault_locked()).
+ * the mmap lock and wait (see dmirror_hmm_fault_and_lock()).
  */
 static int dmirror_fault(struct dmirror *dmirror, unsigned long start,
 			 unsigned long end, unsigned long req, bool unlocked)
@@ -447,8 +450,8 @@ enum dmirror_access {
 	DMIRROR_READ,		/* READ: fault missing pages in */
 	DMIRROR_READ_UNLOCKED,	/* READ_UNLOCKED: the same, waiting faults */
 	DMIRROR_WRITE,		/* WRITE: fault them in writable */
-	DMIRROR_READ_BACK,	/* after MIGRATE_TO_DEV: look up, settle */
-	DMIRROR_PEEK,		/* after EXCLUSIVE: look up only */
+	DMIRROR_READ_BACK,	/* after MIGRATE_TO_DEV: look up, retry */
+	DMIRROR_LOOKUP,		/* after EXCLUSIVE: look up only */
 };
 
 /* Copy @n pages to user space at @uptr and drop their references. */
@@ -482,19 +485,29 @@ static int dmirror_copy_in(void *bounce, const char __user *uptr,
 	return 0;
 }
 
+/* One device access: the command, and its buffers. */
+struct dmirror_access_state {
+	struct dmirror		*dmirror;
+	struct hmm_dmirror_cmd	*cmd;
+	enum dmirror_access	acc;
+	struct dmirror_page_ref	*refs;	/* a read's pages, one window's */
+	void			*bounce;	/* a write's data, one window's */
+	char __user		*uptr;	/* the window's place in cmd->ptr */
+};
+
 /*
  * One window [wstart, wend) of a device access: look the pages up (and
- * copy @bounce into them for a write) under dmirror->mutex, fault or settle
- * where one is missing, and for a read copy them out to @uptr.  *@done
- * counts the pages of the window that were accessed.
+ * copy the bounce buffer into them for a write) under dmirror->mutex, fault
+ * or look again where one is missing, and for a read copy them out to the
+ * user buffer.  *@done counts the pages of the window that were accessed.
  */
-static int dmirror_access_window(struct dmirror *dmirror,
-				 struct hmm_dmirror_cmd *cmd,
-				 enum dmirror_access acc, unsigned long wstart,
-				 unsigned long wend, struct dmirror_page_ref *refs,
-				 void *bounce, char __user *uptr,
+static int dmirror_access_window(struct dmirror_access_state *as,
+				 unsigned long wstart, unsigned long wend,
 				 unsigned long *done)
 {
+	struct dmirror *dmirror = as->dmirror;
+	struct hmm_dmirror_cmd *cmd = as->cmd;
+	enum dmirror_access acc = as->acc;
 	unsigned long end = cmd->addr + (cmd->npages << PAGE_SHIFT);
 	unsigned long req = HMM_PFN_REQ_FAULT;
 	unsigned int tries = 0;
@@ -507,10 +520,10 @@ static int dmirror_access_window(struct dmirror *dmirror,
 		mutex_lock(&dmirror->mutex);
 		if (acc == DMIRROR_WRITE)
 			ret = dmirror_put_data(dmirror, miss, wend,
-					       bounce + (*done << PAGE_SHIFT),
+					       as->bounce + (*done << PAGE_SHIFT),
 					       done);
 		else
-			ret = dmirror_get_pages(dmirror, miss, wend, refs,
+			ret = dmirror_get_pages(dmirror, miss, wend, as->refs,
 						done);
 		mutex_unlock(&dmirror->mutex);
 		if (ret != -ENOENT)
@@ -528,13 +541,13 @@ static int dmirror_access_window(struct dmirror *dmirror,
 			cmd->faults++;
 			break;
 		case DMIRROR_READ_BACK:
-			if (tries == DMIRROR_SETTLE_TRIES)
+			if (tries == DMIRROR_READ_BACK_TRIES)
 				goto out;
 			if (tries++)
 				usleep_range(500, 1000);
 			ret = dmirror_fault(dmirror, miss, wend, 0, false);
 			break;
-		case DMIRROR_PEEK:
+		case DMIRROR_LOOKUP:
 			goto out;
 		}
 		if (ret)
@@ -542,7 +555,8 @@ static int dmirror_access_window(struct dmirror *dmirror,
 	}
 out:
 	if (acc != DMIRROR_WRITE) {
-		int err = dmirror_copy_pages_out(uptr, refs, *done);
+		int err = dmirror_copy_pages_out(as->uptr, as->refs,
+						 *done);
 
 		ret = ret ?: err;
 	}
@@ -559,35 +573,38 @@ static int dmirror_access(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
 {
 	unsigned long size = cmd->npages << PAGE_SHIFT;
 	unsigned long end = cmd->addr + size, wstart, wend, done;
-	char __user *uptr = u64_to_user_ptr(cmd->ptr);
-	struct dmirror_page_ref *refs = NULL;
-	void *bounce = NULL;
+	struct dmirror_access_state as = {
+		.dmirror = dmirror,
+		.cmd = cmd,
+		.acc = acc,
+		.uptr = u64_to_user_ptr(cmd->ptr),
+	};
 	int ret = 0;
 
 	if (acc == DMIRROR_WRITE)
-		bounce = kvmalloc(min(size, PMD_SIZE), GFP_KERNEL);
+		as.bounce = kvmalloc(min(size, PMD_SIZE), GFP_KERNEL);
 	else
-		refs = kvmalloc_array(HPAGE_PMD_NR, sizeof(*refs), GFP_KERNEL);
-	if (!bounce && !refs)
+		as.refs = kvmalloc_array(HPAGE_PMD_NR, sizeof(*as.refs),
+					 GFP_KERNEL);
+	if (!as.bounce && !as.refs)
 		return -ENOMEM;
 
 	cmd->cpages = 0;
 	for (wstart = cmd->addr; wstart < end; wstart = wend) {
 		wend = min(end, ALIGN_DOWN(wstart, PMD_SIZE) + PMD_SIZE);
-		if (bounce) {
-			ret = dmirror_copy_in(bounce, uptr, wend - wstart);
+		if (as.bounce) {
+			ret = dmirror_copy_in(as.bounce, as.uptr, wend - wstart);
 			if (ret)
 				break;
 		}
-		ret = dmirror_access_window(dmirror, cmd, acc, wstart, wend,
-					    refs, bounce, uptr, &done);
+		ret = dmirror_access_window(&as, wstart, wend, &done);
 		cmd->cpages += done;
 		if (ret)
 			break;
-		uptr += wend - wstart;
+		as.uptr += wend - wstart;
 	}
-	kvfree(bounce);
-	kvfree(refs);
+	kvfree(as.bounce);
+	kvfree(as.refs);
 	return ret;
 }
 
@@ -613,11 +630,11 @@ int dmirror_write(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
  * dmirror_read_back() - copy what the mirror maps of the range to cmd->ptr
  * @dmirror: the mirror
  * @cmd:     the command (addr, npages, ptr; cpages is set)
- * @settle:  look again at pages that went back to system memory meanwhile
+ * @retry:   look again at pages that went back to system memory meanwhile
  *
  * Used after MIGRATE_TO_DEV and EXCLUSIVE.  Nothing is faulted in, so a page
  * the device cannot read as it is (not populated, on another device) gives
- * -ENOENT, as in test_hmm.  With @settle, a page that is missing from the
+ * -ENOENT, as in test_hmm.  With @retry, a page that is missing from the
  * mirror (after MIGRATE_TO_DEV all of them are: the migration does not
  * record them) is looked up with hmm_range_fault() a few times before
  * giving up; without it, only the mirror is read.
@@ -625,10 +642,10 @@ int dmirror_write(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
  * Return: 0, -ENOENT, -EFAULT for a bad cmd->ptr, or -ENOMEM.
  */
 int dmirror_read_back(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd,
-		      bool settle)
+		      bool retry)
 {
 	return dmirror_access(dmirror, cmd,
-			      settle ? DMIRROR_READ_BACK : DMIRROR_PEEK);
+			      retry ? DMIRROR_READ_BACK : DMIRROR_LOOKUP);
 }
 
 /*

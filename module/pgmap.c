@@ -106,8 +106,8 @@ static vm_fault_t dmirror_devmem_fault(struct vm_fault *vmf)
 		goto out;
 	}
 	dmirror_clock_lap(&ctx, HMM_DMIRROR_PHASE_SETUP);
-	dmirror_answer_to_sys(&ctx, vma, start, args.src, args.dst,
-			      args.npages, DSTAT_SPLIT_FAULT);
+	dmirror_alloc_copy_sys(&ctx, vma, start, args.src, args.dst,
+			       args.npages, DSTAT_SPLIT_FAULT);
 	migrate_vma_pages(&args);
 	dmirror_clock_lap(&ctx, HMM_DMIRROR_PHASE_PAGES);
 	dmirror_count_to_sys(mdevice, args.src, args.dst, args.npages);

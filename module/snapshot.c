@@ -96,10 +96,12 @@ static int dmirror_range_snapshot(struct dmirror *dmirror,
 	if (ret)
 		return ret;
 
-	ret = dmirror_hmm_fault_locked(dmirror, range, false);
+	ret = dmirror_hmm_fault_and_lock(dmirror, range, false);
 	if (ret)
 		goto out;
 
+	/* hmm_pfns hold only while the notifier's lock is held. */
+	lockdep_assert_held(&dmirror->mutex);
 	n = (range->end - range->start) >> PAGE_SHIFT;
 	for (i = 0; i < n; i++)
 		perm[i] = dmirror_mkentry(dmirror, range->hmm_pfns[i]);
