@@ -24,6 +24,7 @@ static inline void dmirror_compat_folio_init(struct folio *folio,
 {
 	zone_device_folio_init(folio, order);
 }
+
 #define zone_device_folio_init dmirror_compat_folio_init
 #endif
 
@@ -52,7 +53,13 @@ dmirror_compat_make_device_exclusive(struct mm_struct *mm, unsigned long addr,
 	*foliop = page_folio(page);
 	return page;
 }
+
 #define make_device_exclusive dmirror_compat_make_device_exclusive
+#endif
+
+#ifndef DMIRROR_HAVE_KZALLOC_OBJ
+/* 7.x's typed allocation, GFP flags required. */
+#define kzalloc_obj(P, gfp)	kzalloc(sizeof(P), gfp)
 #endif
 
 #ifndef DMIRROR_HAVE_SELECT_MTHP
