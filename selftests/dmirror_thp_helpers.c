@@ -234,23 +234,36 @@ static int pm_read(void *addr, size_t npages, uint64_t *ent)
 	return 0;
 }
 
+/* The pagemap entries of npages pages at addr, malloc()ed; NULL and *err. */
+static uint64_t *pm_entries(void *addr, size_t npages, long *err)
+{
+	uint64_t *ent = malloc(npages * sizeof(*ent));
+	int ret;
+
+	if (!ent) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	ret = pm_read(addr, npages, ent);
+	if (ret) {
+		free(ent);
+		*err = ret;
+		return NULL;
+	}
+	return ent;
+}
+
 long pm_count(void *addr, size_t npages, uint64_t mask, uint64_t want)
 {
 	uint64_t *ent;
 	long n = 0;
 	size_t i;
-	int ret;
 
 	if (!pm_enabled())
 		return -ENOSYS;
-	ent = malloc(npages * sizeof(*ent));
+	ent = pm_entries(addr, npages, &n);
 	if (!ent)
-		return -ENOMEM;
-	ret = pm_read(addr, npages, ent);
-	if (ret) {
-		free(ent);
-		return ret;
-	}
+		return n;
 	for (i = 0; i < npages; i++)
 		if ((ent[i] & mask) == want)
 			n++;
@@ -286,28 +299,27 @@ static bool pm_is_folio(const uint64_t *ent, size_t nr, int kpf)
 	return true;
 }
 
+/*
+ * DMIRROR_THP_NO_PAGEMAP does not turn this one off: it is the proof of a
+ * folio's order, which nothing else gives.
+ */
 long pm_count_folios(void *addr, size_t npages, size_t nr)
 {
 	uint64_t *ent;
 	long n = 0;
 	size_t i;
-	int kpf, ret;
+	int kpf;
 
 	if (nr < 2 || nr > DM_THP_PAGES)
 		return -EINVAL;
-	ent = malloc(npages * sizeof(*ent));
+	ent = pm_entries(addr, npages, &n);
 	if (!ent)
-		return -ENOMEM;
-	ret = pm_read(addr, npages, ent);
-	if (ret) {
-		free(ent);
-		return ret;
-	}
+		return n;
 	kpf = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
 	if (kpf < 0) {
-		ret = -errno;
+		n = -errno;
 		free(ent);
-		return ret;
+		return n;
 	}
 	for (i = 0; i + nr <= npages; ) {
 		if (pm_is_folio(&ent[i], nr, kpf)) {
