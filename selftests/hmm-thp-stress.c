@@ -870,20 +870,24 @@ int main(int argc, char **argv)
 		       (unsigned long long)w->read_skips);
 		if (!w->done) {
 			failed++;
-			printf("not ok %d worker %d: its last operation (%s) has not returned\n",
-			       i + 1, i, op >= 0 ? op_names[op] : "setup");
+			printf("# worker %d: its last operation (%s) has not returned\n",
+			       i, op >= 0 ? op_names[op] : "setup");
+			printf("not ok %d worker %d\n", i + 1, i);
 			print_stack(w->tid);
 		} else if (w->failure[0]) {
 			failed++;
-			printf("not ok %d worker %d: %s\n", i + 1, i, w->failure);
+			printf("# worker %d: %s\n", i, w->failure);
+			printf("not ok %d worker %d\n", i + 1, i);
 		} else if (n < floor) {
 			failed++;
-			printf("not ok %d worker %d: %llu ops, below the floor of %llu (a tenth of the median)\n",
-			       i + 1, i, (unsigned long long)n,
+			printf("# worker %d: %llu ops, below the floor of %llu (a tenth of the median)\n",
+			       i, (unsigned long long)n,
 			       (unsigned long long)floor);
+			printf("not ok %d worker %d\n", i + 1, i);
 		} else {
-			printf("ok %d worker %d: %llu ops, %llu MiB verified\n",
-			       i + 1, i, (unsigned long long)n,
+			printf("# worker %d: %llu ops\n", i, (unsigned long long)n);
+			printf("ok %d worker %d # MEASURE %llu MiB\n",
+			       i + 1, i,
 			       (unsigned long long)(w->bytes_verified >> 20));
 		}
 		if (w->done && w->fd >= 0)
@@ -891,10 +895,10 @@ int main(int argc, char **argv)
 	}
 	ntest = nr_threads + 1;
 	if (pools_balanced(fd, &before, why, sizeof(why))) {
-		printf("ok %d pools balanced: %s\n", ntest, why);
+		printf("# %s\nok %d pools balanced\n", why, ntest);
 	} else {
 		failed++;
-		printf("not ok %d pools balanced: %s\n", ntest, why);
+		printf("# %s\nnot ok %d pools balanced\n", why, ntest);
 	}
 	ntest++;
 	if (print_counters(fd, &before, &obefore)) {
@@ -912,11 +916,14 @@ int main(int argc, char **argv)
 	/* A device READ that failed for memory verified nothing. */
 	if (skips && !injected) {
 		failed++;
-		printf("not ok %d every device read verified: %llu failed for memory with no fault injected\n",
-		       ntest, (unsigned long long)skips);
+		printf("# %llu device reads failed for memory with no fault injected\n",
+		       (unsigned long long)skips);
+		printf("not ok %d every device read verified or explained\n",
+		       ntest);
 	} else {
-		printf("ok %d every device read verified or explained: %llu failed under fault injection\n",
-		       ntest, (unsigned long long)skips);
+		printf("# %llu device reads failed under fault injection\n",
+		       (unsigned long long)skips);
+		printf("ok %d every device read verified or explained\n", ntest);
 	}
 	close(fd);
 	for (j = 0; j < OP_NR; j++)

@@ -126,7 +126,7 @@ actions:
     - name: dmirror-thp-$PLAN
       start: "### BEGIN plan="
       end: "### END status="
-      pattern: '\n(?:### STEP )?(?P<result>ok|not ok|not-ok)(?: \d+)? (?P<test_case_id>[^#\r\n]+?) ?(?=\r*\n)'
+      pattern: '$(python3 "$TOP/vm/results.py" --lava-pattern)'
       fixupdict: {"ok": pass, "not ok": fail, "not-ok": fail}
 EOF
 # What a lab's qemu device type renders for this job (lava-server's

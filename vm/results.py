@@ -3,6 +3,26 @@
 """The one reader of a run's guest output.
 
 results.py RUN_DIR
+results.py --lava-pattern   the LAVA monitor pattern of the line format
+
+The guest's line format (what vm/init and the test programs write to the
+results port, ttyS1, or to the console with dm_OUT=ttyS0), defined here
+and read only here and by the LAVA monitor of make lab-bundle, whose
+pattern is LAVA_PATTERN below:
+
+  ### BEGIN plan=P kernel=K ...     a plan starts
+  ### SUITE NAME / ### SUITE-END NAME rc=N   around a TAP program's output
+  ### STEP ok WHAT / ### STEP not-ok WHAT   a plan step's result (its exit
+                                    status in a diagnostic before it)
+  ### FILE NAME ... ### FILE-END    a file sent back
+  ### END status=N ...              the plan ended
+  ok N NAME [# SKIP why | # XFAIL why | # MEASURE VALUE UNITS]
+  not ok N NAME                     TAP results, inside a suite
+  # text                            a diagnostic
+
+A result's NAME is stable from run to run: it carries no figure.  A
+figure goes in "# MEASURE VALUE UNITS" (LAVA's measurement and units), or
+in a diagnostic line before the result.
 
 A run covers one or more kernels (RUN_DIR/kernels lists them, in order);
 each kernel's folder RUN_DIR/<kernel> holds its boots (the file "boots":
@@ -43,14 +63,20 @@ SPLATS = re.compile(
     r"Kernel panic|kernel BUG at")
 TAP_RESULT = re.compile(r"^(not ok|ok) [0-9]+ *(?:- *)?(.*)$")
 TAP_PLAN = re.compile(r"^1\.\.([0-9]+)")
-DIRECTIVE = re.compile(r"#\s*(SKIP|XFAIL)\b\s*(.*)$", re.IGNORECASE)
+DIRECTIVE = re.compile(r"#\s*(SKIP|XFAIL|MEASURE)\b\s*(.*)$", re.IGNORECASE)
+# The same result lines as LAVA's monitor sees them on the console.
+LAVA_PATTERN = (r"\n(?:### STEP )?(?P<result>ok|not ok|not-ok)(?: \d+)? "
+                r"(?P<test_case_id>[^#\r\n]+?)"
+                r"(?: # MEASURE (?P<measurement>[-+.0-9eE]+) (?P<units>\S+))?"
+                r" ?(?=\r*\n)")
 
 
 class Test:
-    def __init__(self, name, status, reason=""):
+    def __init__(self, name, status, reason="", measure=None):
         self.name = name
         self.status = status          # "pass", "fail", "skip" or "xfail"
         self.reason = reason
+        self.measure = measure        # "VALUE UNITS", or None
 
 
 class Group:
@@ -141,15 +167,17 @@ def read_boot(path, kernel, entries, suites, steps, out_dir):
             m = TAP_RESULT.match(line)
             if not m:
                 continue
-            name, skip = m.group(2), None
+            name, skip, measure = m.group(2), None, None
             d = DIRECTIVE.search(name)
             if d:
                 name = name[:d.start()].strip()
                 if d.group(1).upper() == "SKIP":
                     skip = d.group(2).strip()
+                elif d.group(1).upper() == "MEASURE":
+                    measure = d.group(2).strip()
             status, reason = judge(entries, kernel, suite.name, name,
                                    m.group(1) == "ok", skip)
-            suite.tests.append(Test(name, status, reason))
+            suite.tests.append(Test(name, status, reason, measure))
     return begun, ended
 
 
@@ -257,6 +285,8 @@ def ktap_name(name):
 
 
 def ktap_test(out, ind, n, t):
+    if t.measure:
+        out.append("%s# %s: %s" % (ind, ktap_name(t.name), ktap_text(t.measure)))
     if t.status == "skip":
         out.append("%sok %d %s # SKIP %s" % (ind, n, ktap_name(t.name), ktap_text(t.reason)))
     elif t.status == "xfail":
@@ -295,6 +325,9 @@ def write_ktap(path, kernels):
 
 def main():
     global FLAVOR
+    if sys.argv[1:] == ["--lava-pattern"]:
+        print(LAVA_PATTERN)
+        return 0
     run = sys.argv[1]
     entries = expect.load()
     try:
@@ -315,7 +348,8 @@ def main():
                 counts[t.status] += 1
                 extra = (" # SKIP " + t.reason if t.status == "skip" else
                          " # XFAIL " + t.reason if t.status == "xfail" else
-                         " (" + t.reason + ")" if t.reason else "")
+                         " (" + t.reason + ")" if t.reason else
+                         " = " + t.measure if t.measure else "")
                 print("%-7s %s %s: %s%s" % (label[t.status], kname, g.name, t.name, extra))
         counts[console.status] += 1
         print("%-7s %s %s" % (label[console.status], kname, console.name))
