@@ -20,6 +20,8 @@
  *   migrate.c   the migrate_vma loop, and the destinations: allocation, copy
  *   devmem.c    the allocator: chunks, pools, backing store
  *   copy.c      page copies to and from user space
+ *   clock.c     the phase clock: HMM_DMIRROR_PHASES and the trace events
+ *               (trace.h)
  *   compat.c    hmm_range_fault_unlocked_timeout() where the tree lacks it
  *               (compat.h: the 7.3 API on 6.12, from Kbuild's probes)
  *
@@ -214,24 +216,11 @@ struct dmirror_migrate_ctx {
 	u64			t;
 };
 
-/* Start the phase clock of a migration path: one call of it. */
-static inline void dmirror_clock_start(struct dmirror_migrate_ctx *ctx,
-				       unsigned int path)
-{
-	ctx->path = path;
-	atomic64_inc(&ctx->mdevice->path_calls[path]);
-	ctx->t = ktime_get_ns();
-}
-
-/* End the current phase, account its time to @phase, start the next. */
-static inline void dmirror_clock_lap(struct dmirror_migrate_ctx *ctx,
-				     unsigned int phase)
-{
-	u64 now = ktime_get_ns();
-
-	atomic64_add(now - ctx->t, &ctx->mdevice->phase_ns[ctx->path][phase]);
-	ctx->t = now;
-}
+/* clock.c: the phase clock, counted and traced */
+void dmirror_clock_start(struct dmirror_migrate_ctx *ctx, unsigned int path);
+void dmirror_clock_lap(struct dmirror_migrate_ctx *ctx, unsigned int phase);
+void dmirror_trace_window(struct dmirror_migrate_ctx *ctx,
+			  const struct migrate_vma *args);
 
 /* copy.c: page copies to and from user space */
 int dmirror_copy_page_to_user(void __user *to, struct page *page);

@@ -532,6 +532,7 @@ int dmirror_migrate_range(struct dmirror_migrate_ctx *ctx, unsigned long start,
 		if (ret)
 			break;
 		dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_SETUP);
+		dmirror_trace_window(ctx, &args);
 		ret = dmirror_alloc_copy_window(ctx, &args, to_dev);
 		migrate_vma_pages(&args);
 		dmirror_clock_lap(ctx, HMM_DMIRROR_PHASE_PAGES);
