@@ -28,9 +28,9 @@ CRASHES := $(if $(filter stock+thp,$(PLAN)),--crashes)
 # When this make started, for the closing summary of what each step took.
 T0 := $(shell date +%s)
 
-.PHONY: all deps tree kernel module tests initramfs check stock bench \
+.PHONY: all deps tree kernel module tests initramfs check stock bench bench-compare trace \
 	stress stress-lowmem lifecycle shell gdb gdb-demo lab-bundle negative \
-	bisect-check callers checkpatch module-check clean help
+	bisect-check callers mainline-series checkpatch module-check clean help
 
 # $(call each,CMD): CMD once per kernel of KERNELS, KERNEL set.
 each = @for k in $(KERNELS); do KERNEL=$$k $(1) || exit 1; done
@@ -71,10 +71,22 @@ stock: kernel ## the regression baseline: stock test_hmm.ko and hmm-tests
 BENCH_SIZES ?= 2,8,64,512
 BENCH_ITERS ?= 5
 bench: KERNELS = $(KERNEL)
-bench: initramfs ## THP vs 4K benchmark report (BENCH_SIZES, BENCH_ITERS, BASELINE=stock)
+bench: initramfs ## THP, mTHP and 4K migration bench and its report (BENCH_SIZES, BENCH_ITERS, BASELINE=stock)
 	@MEM=$${MEM:-4G} APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) $(if $(BASELINE),dm_BASELINE=$(BASELINE))" \
 		vm/check.sh bench
 	@vm/bench-report.sh
+
+# Like for like: the same bench, guest and sizes on every kernel (KERNEL=
+# for fewer), each kernel's own test_hmm.ko first, then one table.
+bench-compare: initramfs ## the bench on every kernel, with its test_hmm, side by side
+	@MEM=$${MEM:-4G} APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) dm_BASELINE=stock" \
+		vm/check.sh bench $(KERNELS)
+	@vm/bench-report.sh --compare
+
+# One THP round trip under the dmirror_thp trace events: trace.txt.
+trace: KERNELS = $(KERNEL)
+trace: initramfs ## the trace events of one THP round trip (trace.txt in the run folder)
+	@vm/check.sh trace
 
 stress: KERNELS = $(KERNEL)
 stress: initramfs ## hmm-thp-stress 60 s x 4, then under fault injection
@@ -125,6 +137,11 @@ bisect-check: deps ## build the kernel after each patch of the series
 callers: KERNELS = $(KERNEL)
 callers: tree ## compile the tree's users of the changed API
 	@vm/callers.sh
+
+# kernel-prereq-patches/7.3 as a posting, in $CACHE/mainline-series.
+mainline-series: KERNELS = 7.3
+mainline-series: tree ## the 7.3 series as a posting: cover letter, patches, checkpatch, recipients
+	@vm/mainline-series.sh
 
 checkpatch: tree ## checkpatch.pl --strict on the series and the module
 	@vm/checkpatch.sh
