@@ -38,6 +38,7 @@
  *           anonymous private memory (MIGRATE_TO_DEV, EXCLUSIVE); part of
  *           it is not mapped, or not readable (MIGRATE_TO_SYS), or not
  *           mapped (CHECK_EXCLUSIVE)
+ *   ENOENT  the process that opened the device file has exited
  *   ENOMEM  the device or the system ran out of memory
  *   EBUSY   the range could not be collected (pages pinned or locked)
  * An ioctl number the device does not know gets ENOTTY.
@@ -102,6 +103,8 @@ struct hmm_dmirror_cmd {
  * value.  A device-private PMD mapping reports HMM_DMIRROR_PROT_PMD.
  *
  * HMM_DMIRROR_EXCLUSIVE / HMM_DMIRROR_CHECK_EXCLUSIVE: as in test_hmm.
+ * CHECK_EXCLUSIVE gives EPERM while a page of the range is still exclusive
+ * to the device (a CPU access has not taken it back).
  *
  * HMM_DMIRROR_RELEASE: evict every page of the device back to system memory.
  * Only the struct is read; the range is ignored.
