@@ -38,6 +38,8 @@
  *           anonymous private memory (MIGRATE_TO_DEV, EXCLUSIVE); part of
  *           it is not mapped, or not readable (MIGRATE_TO_SYS), or not
  *           mapped (CHECK_EXCLUSIVE)
+ *   EPERM   WRITE to a part of the range that a VMA without VM_WRITE maps
+ *           (hmm_range_fault()'s answer, as in test_hmm)
  *   ENOENT  the process that opened the device file has exited
  *   ENOMEM  the device or the system ran out of memory
  *   EBUSY   the range could not be collected (pages pinned or locked)
