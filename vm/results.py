@@ -12,6 +12,7 @@ pattern is LAVA_PATTERN below:
 
   ### BEGIN plan=P kernel=K ...     a plan starts
   ### SUITE NAME / ### SUITE-END NAME rc=N   around a TAP program's output
+  ### SUITE-SKIPPED NAME   a suite that vm/expect.list leaves out whole
   ### STEP ok WHAT / ### STEP not-ok WHAT   a plan step's result (its exit
                                     status in a diagnostic before it)
   ### FILE NAME ... ### FILE-END    a file sent back
@@ -148,12 +149,22 @@ def read_boot(path, kernel, entries, suites, steps, out_dir):
                 for e in expect.of_kind(entries, ("omit",), kernel, FLAVOR):
                     if not fnmatch.fnmatchcase(suite.name, e.suite):
                         continue
-                    ran = any(t.name == e.test or t.name.endswith("." + e.test)
-                              for t in suite.tests)
+                    ran = e.test == "*" or any(
+                        t.name == e.test or t.name.endswith("." + e.test)
+                        for t in suite.tests)
                     suite.tests.append(
                         Test(e.test, "fail", "left out by vm/expect.list, and ran")
                         if ran else Test(e.test, "skip", "left out: " + e.reason))
             suite = None
+        elif line.startswith("### SUITE-SKIPPED "):
+            # Left out whole: an omit entry's skip (a crash entry's
+            # suite is reported by its crash boot).
+            g = Group(line.split()[2])
+            for e in expect.of_kind(entries, ("omit",), kernel, FLAVOR):
+                if e.test == "*" and fnmatch.fnmatchcase(g.name, e.suite):
+                    g.tests.append(Test("*", "skip", "left out: " + e.reason))
+            if g.tests:
+                suites.append(g)
         elif line.startswith("### SUITE "):
             suite = Group(line.split()[2])
             suites.append(suite)
