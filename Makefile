@@ -16,7 +16,7 @@
 
 SHELL := /bin/bash
 FLAVOR ?= normal
-PLAN ?= stock+thp
+PLAN ?= stock+thp+soak-short
 # KERNEL=6.12|7.3|7.3-pristine picks one kernel.  Without it, make and
 # make check cover all three, and the one-kernel targets (stock, bench,
 # shell, ...) take 7.3.
@@ -24,11 +24,11 @@ KERNELS := $(or $(KERNEL),6.12 7.3 7.3-pristine)
 KERNEL ?= 7.3
 export FLAVOR KERNEL
 # The crash boots of vm/expect.list belong to the full plan only.
-CRASHES := $(if $(filter stock+thp,$(PLAN)),--crashes)
+CRASHES := $(if $(filter stock+thp+soak-short,$(PLAN)),--crashes)
 # When this make started, for the closing summary of what each step took.
 T0 := $(shell date +%s)
 
-.PHONY: all deps tree kernel module tests initramfs check stock bench bench-compare trace \
+.PHONY: all deps tree kernel module tests initramfs check stock bench bench-compare trace soak \
 	stress stress-lowmem lifecycle shell gdb gdb-demo lab-bundle negative \
 	bisect-check callers mainline-series checkpatch module-check clean help
 
@@ -82,6 +82,14 @@ bench-compare: initramfs ## the bench on every kernel, with its test_hmm, side b
 	@MEM=$${MEM:-4G} APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) dm_BASELINE=stock" \
 		vm/check.sh bench $(KERNELS)
 	@vm/bench-report.sh --compare
+
+# The randomized soak: SOAK_SECONDS of the stress, the fuzzer, stress-ng
+# and trinity (vm/plans/soak); SEED replays one.
+SOAK_SECONDS ?= 600
+soak: KERNELS = $(KERNEL)
+soak: initramfs ## randomized soak: stress + fuzzer + stress-ng + trinity (SOAK_SECONDS, SEED)
+	@TIMEOUT=$$(($(SOAK_SECONDS) + 900)) APPEND="dm_SOAK_SECONDS=$(SOAK_SECONDS) $(if $(SEED),dm_SEED=$(SEED))" \
+		vm/check.sh soak
 
 # One THP round trip under the dmirror_thp trace events: trace.txt.
 trace: KERNELS = $(KERNEL)

@@ -7,7 +7,7 @@ set -eu
 
 PKGS="linux-source-6.12 qemu-system-x86 busybox-static kmod cpio bc bison
 flex libelf-dev libssl-dev ccache xz-utils gcc make libc6-dev perl python3
-rsync sparse gnuplot-nox git debian-archive-keyring"
+rsync sparse gnuplot-nox git debian-archive-keyring stress-ng trinity"
 
 missing=
 for p in $PKGS; do

@@ -57,6 +57,17 @@ if [ "$image" != stock ]; then
 		[ -x "$USR/selftests/$p" ] || die "no $USR/selftests/$p: run 'make tests'"
 		cp "$USR/selftests/$p" "$R/bin/"
 	done
+	# The soak's load from outside: Debian's own stress-ng and trinity,
+	# with the shared libraries they link (ldd's list, and the loader).
+	for t in stress-ng trinity; do
+		b=$(command -v "$t") || die "no $t: run 'make deps'"
+		cp "$b" "$R/bin/"
+		ldd "$b" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }' |
+		while read -r lib; do
+			mkdir -p "$R$(dirname "$lib")"
+			cp -L "$lib" "$R$lib"
+		done
+	done
 fi
 (cd "$R" && find . | cpio -o -H newc --quiet) | gzip -1 > "$R.cpio.gz"
 progress "initramfs $KERNEL $FLAVOR $image: $(du -h "$R.cpio.gz" | cut -f1) ($(ls "$R/lib/modules" | tr '\n' ' '))"
