@@ -10,7 +10,7 @@ set -eu
 ROOTFS=$CACHE/rootfs-debian
 # What the rootfs gets on top of minbase; a rootfs made with another list
 # gets the difference installed.
-PKGS="gdb strace linux-perf python3 python3-drgn"
+PKGS="gdb strace linux-perf python3 python3-drgn trace-cmd"
 if [ "$(cat "$ROOTFS/.dmirror-done" 2>/dev/null)" != "$PKGS" ]; then
 	[ "$(id -u)" = 0 ] || die "debootstrap needs root"
 	command -v debootstrap >/dev/null ||
