@@ -950,4 +950,102 @@ TEST_F_TIMEOUT(memcg, reclaim_keeps_device_thps, 180)
 	ASSERT_EQ(0, ret);
 }
 
+/*
+ * Pages that KSM merged stay in system memory when their range migrates:
+ * KSM reads a stable page through the direct map (memcmp_pages()), which
+ * device memory does not have.  Each stable page is mapped once when the
+ * range migrates (its twin is unmapped), so that collect takes it without
+ * the rmap walk; then ksmd compares new twins with it, twice over.
+ */
+#define KSM_NR		16
+#define KSM_SIZE	(KSM_NR * DM_PAGE_SIZE)
+#define KSM_SYS		"/sys/kernel/mm/ksm/"
+
+static bool ksm_wait(long (*done)(void *), void *arg)
+{
+	int t;
+
+	for (t = 0; t < 1000 && !done(arg); t++)
+		usleep(20000);
+	return done(arg);
+}
+
+static long ksm_sharing_at_least(void *want)
+{
+	return read_sys_long(KSM_SYS "pages_sharing") >= *(long *)want;
+}
+
+static long ksm_scanned_past(void *scans)
+{
+	return read_sys_long(KSM_SYS "full_scans") >= *(long *)scans;
+}
+
+/* KSM_NR pages, page i filled with byte 0x40 + i, MADV_MERGEABLE. */
+static char *ksm_area(struct __test_metadata *_metadata)
+{
+	char *p = mmap(NULL, KSM_SIZE, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int i;
+
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, madvise(p, KSM_SIZE, MADV_NOHUGEPAGE));
+	for (i = 0; i < KSM_NR; i++)
+		memset(p + i * DM_PAGE_SIZE, 0x40 + i, DM_PAGE_SIZE);
+	ASSERT_EQ(0, madvise(p, KSM_SIZE, MADV_MERGEABLE));
+	return p;
+}
+
+FIXTURE(ksm) { struct dm_ctx c; };
+FIXTURE_SETUP(ksm) { dm_ctx_setup(_metadata, &self->c); }
+FIXTURE_TEARDOWN(ksm)
+{
+	/* Unmerge everything, then stop ksmd. */
+	dm_run("echo 2 > " KSM_SYS "run");
+	dm_ctx_teardown(_metadata, &self->c);
+}
+
+TEST_F_TIMEOUT(ksm, merged_pages_stay_in_system_memory, 120)
+{
+	struct dmirror_thp_stats st;
+	char *mirror, *a, *b, *c;
+	long want, scans;
+	const char *why;
+
+	if (!have_feature(NEED_KSM, &why))
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, dm_run("echo 2 > " KSM_SYS "run && "
+			    "echo 1000 > " KSM_SYS "pages_to_scan && "
+			    "echo 0 > " KSM_SYS "sleep_millisecs && "
+			    "echo 1 > " KSM_SYS "run"));
+	mirror = mmap(NULL, KSM_SIZE, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, mirror);
+	/* KSM_NR stable pages, each mapped by a and by its twin b. */
+	a = ksm_area(_metadata);
+	b = ksm_area(_metadata);
+	want = KSM_NR;
+	ASSERT_TRUE(ksm_wait(ksm_sharing_at_least, &want))
+		TH_LOG("ksmd merged %ld of %d pairs in 20 s",
+		       read_sys_long(KSM_SYS "pages_sharing"), KSM_NR);
+	ASSERT_EQ(0, munmap(b, KSM_SIZE));
+
+	ASSERT_EQ(0, dm_to_dev(self->c.fd[0], a, KSM_NR, mirror, NULL));
+	ASSERT_EQ(0, dm_stats(self->c.fd[0], &st));
+	/* pagemap: every page still present in system memory. */
+	EXPECT_EQ(KSM_NR, pm_count_present(a, KSM_NR));
+	EXPECT_EQ(0, pm_count_dev(a, KSM_NR));
+	EXPECT_EQ(0, st.base_to_dev);
+	EXPECT_EQ(0, memcmp(mirror, a, KSM_SIZE));
+
+	/* New twins: ksmd compares each with a's stable page. */
+	c = ksm_area(_metadata);
+	EXPECT_TRUE(ksm_wait(ksm_sharing_at_least, &want));
+	scans = read_sys_long(KSM_SYS "full_scans") + 2;
+	ASSERT_TRUE(ksm_wait(ksm_scanned_past, &scans))
+		TH_LOG("ksmd did not scan twice in 20 s");
+	EXPECT_EQ(0, memcmp(a, c, KSM_SIZE));
+	EXPECT_EQ(0x40 + KSM_NR - 1, a[KSM_SIZE - 1]);
+	munmap(a, KSM_SIZE);
+	munmap(c, KSM_SIZE);
+	munmap(mirror, KSM_SIZE);
+}
+
 TEST_HARNESS_MAIN
