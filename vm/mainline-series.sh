@@ -40,8 +40,11 @@ done
 rm -rf "$OUT"
 mkdir -p "$OUT"
 progress "recipients (scripts/get_maintainer.pl)"
+# --no-fixes: the Fixes: ids are upstream's, and Debian's tree has no
+# history to find their authors in.
 (cd "$WT" && git format-patch -q --stdout base..HEAD |
-	perl scripts/get_maintainer.pl --no-rolestats --no-git --no-git-fallback) \
+	perl scripts/get_maintainer.pl --no-rolestats --no-git --no-git-fallback \
+	--no-fixes) \
 	> "$OUT/recipients.txt" || die "get_maintainer.pl failed"
 # To: linux-mm, the list of every file the series touches; the rest Cc.
 to="linux-mm@kvack.org"
