@@ -212,14 +212,23 @@ static int dmirror_put_data(struct dmirror *dmirror, unsigned long start,
 	lockdep_assert_held(&dmirror->mutex);
 	for (vpfn = start >> PAGE_SHIFT; vpfn < (end >> PAGE_SHIFT); vpfn++) {
 		struct page *page = dmirror_pt_lookup(dmirror, vpfn, &tag);
+		struct page *data = NULL;
 
 		if (page && tag == DPT_XA_TAG_WRITE)
-			page = dmirror_data_page(dmirror, page);
-		else
-			page = NULL;
-		if (!page)
+			data = dmirror_data_page(dmirror, page);
+		if (!data)
 			return -ENOENT;
-		memcpy_to_page(page, 0, src, PAGE_SIZE);
+		memcpy_to_page(data, 0, src, PAGE_SIZE);
+		/*
+		 * A system page: its PTE may be writable and clean (a read
+		 * fault maps an exclusive swap-cache folio so), and reclaim
+		 * frees a clean folio for its swap copy, this write with it.
+		 * No folio lock: reclaim holds it while it waits for
+		 * dmirror->mutex in the invalidation; the mirror entry keeps
+		 * the folio mapped until then.
+		 */
+		if (data == page)
+			folio_mark_dirty(page_folio(page));
 		src += PAGE_SIZE;
 		(*done)++;
 	}
