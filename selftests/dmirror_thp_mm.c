@@ -951,6 +951,46 @@ TEST_F_TIMEOUT(memcg, reclaim_keeps_device_thps, 180)
 }
 
 /*
+ * A device write into system memory survives reclaim.  A read fault maps
+ * an exclusive swap-cache folio writable and clean; the device then writes
+ * it through the mirror, and no CPU write dirties its PTE.  Unless the
+ * driver marks the folio dirty, the next pageout frees it for its swap
+ * copy, and the read after finds the data from before the write.
+ */
+#define WB_NR		16
+#define WB_SIZE		(WB_NR * DM_PAGE_SIZE)
+
+DM_FIXTURE(swapcache);
+
+TEST_F(swapcache, device_write_survives_pageout)
+{
+	struct hmm_dmirror_cmd cmd;
+	const char *why;
+	char *p, *src;
+
+	if (!have_feature(NEED_SWAP, &why))
+		SKIP(return, "%s", why);
+	p = dm_ctx_track(&self->c, mmap(NULL, 2 * WB_SIZE, RW,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+			 2 * WB_SIZE);
+	ASSERT_NE(MAP_FAILED, p);
+	src = p + WB_SIZE;
+	ASSERT_EQ(0, madvise(p, WB_SIZE, MADV_NOHUGEPAGE));
+	dm_fill(p, WB_SIZE, SEED);
+	ASSERT_EQ(0, madvise(p, WB_SIZE, MADV_PAGEOUT));
+	ASSERT_EQ(WB_NR, pm_count(p, WB_NR, PM_SWAP | PM_PRESENT, PM_SWAP));
+	/* Read faults: in memory again, clean, the swap copy kept. */
+	ASSERT_DATA(p, WB_SIZE, SEED);
+	ASSERT_EQ(WB_NR, pm_count_present(p, WB_NR));
+	dm_fill(src, WB_SIZE, SEED + 1);
+	ASSERT_EQ(0, dm_write(self->c.fd[0], p, WB_NR, src, &cmd));
+	ASSERT_EQ(WB_NR, cmd.cpages);
+	ASSERT_EQ(0, madvise(p, WB_SIZE, MADV_PAGEOUT));
+	ASSERT_EQ(WB_NR, pm_count(p, WB_NR, PM_SWAP | PM_PRESENT, PM_SWAP));
+	ASSERT_DATA(p, WB_SIZE, SEED + 1);
+}
+
+/*
  * Pages that KSM merged stay in system memory when their range migrates:
  * KSM reads a stable page through the direct map (memcmp_pages()), which
  * device memory does not have.  Each stable page is mapped once when the
