@@ -29,8 +29,9 @@
  *
  * -p makes each worker a process of its own rather than a thread.
  *
- * -P says that the run is under memory pressure (a memcg limit): up to 10%
- * of the device reads may then fail for memory.
+ * -P says that the run is under memory pressure (a memcg limit, reclaim,
+ * KSM and NUMA balancing invalidating its ranges): up to a quarter of the
+ * device reads may then fail for memory or give up (EBUSY).
  *
  * -T fails the run unless the device moved at least one THP whole in each
  * direction (for guests with memory to spare for THPs).
@@ -1324,13 +1325,15 @@ int main(int argc, char **argv)
 	ntest++;
 	/*
 	 * A device READ that failed for memory verified nothing: allowed
-	 * under fault injection; for at most 10% of the reads under memory
-	 * pressure (-P); and for at most 1% where other processes (-p, live
-	 * children) invalidate the range while hmm_range_fault() walks it,
-	 * until it gives up (EBUSY).
+	 * under fault injection; for at most a quarter of the reads under
+	 * memory pressure (-P: measured 5% on a normal kernel and 15% on a
+	 * debug one, where each retry of hmm_range_fault() is slower); and
+	 * for at most 1% where other processes (-p, live children)
+	 * invalidate the range while hmm_range_fault() walks it, until it
+	 * gives up (EBUSY).
 	 */
 	contended = processes || total[OP_LIVE_CHILD];
-	if (skips && !injected && !(pressure && skips * 10 <= reads) &&
+	if (skips && !injected && !(pressure && skips * 4 <= reads) &&
 	    !(contended && skips * 100 <= reads)) {
 		failed++;
 		printf("# %llu of %llu device reads failed for memory with no fault injected\n",
