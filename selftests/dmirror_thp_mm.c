@@ -26,6 +26,7 @@
 #include <linux/fs.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
@@ -966,10 +967,18 @@ TEST_F(swapcache, device_write_survives_pageout)
 {
 	struct hmm_dmirror_cmd cmd;
 	const char *why;
+	cpu_set_t cpu;
 	char *p, *src;
 
 	if (!have_feature(NEED_SWAP, &why))
 		SKIP(return, "%s", why);
+	/*
+	 * One CPU: MADV_PAGEOUT drains only its own CPU's LRU batch, and a
+	 * folio that a fault on another CPU left there cannot be isolated.
+	 */
+	CPU_ZERO(&cpu);
+	CPU_SET(sched_getcpu(), &cpu);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpu), &cpu));
 	p = dm_ctx_track(&self->c, mmap(NULL, 2 * WB_SIZE, RW,
 					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
 			 2 * WB_SIZE);
