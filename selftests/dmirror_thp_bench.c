@@ -721,8 +721,9 @@ static int run_size(int fd, const struct opts *o, struct row *rw)
  */
 static int order_policy(unsigned int order)
 {
-	return mthp_policy_only(order ? order : DM_PMD_ORDER,
-				order ? "always" : "never");
+	dm_thp_only(order ? order : DM_PMD_ORDER,
+		    order ? THP_ALWAYS : THP_NEVER);
+	return 0;
 }
 
 /* The sweep: a buffer per order; in each round every order in turn. */
@@ -733,12 +734,8 @@ static int run_orders(int fd, const struct opts *o, struct result *rows)
 	const char *what[MAX_ORDERS];
 	char names[MAX_ORDERS][16];
 	size_t size = o->order_mb << 20;
-	struct mthp_policy saved;
-	int k, it, r, ret;
+	int k, it, r, ret = 0;
 
-	ret = mthp_policy_save(&saved);
-	if (ret)
-		return ret;
 	for (k = 0; k < o->norders && !ret; k++) {
 		snprintf(names[k], sizeof(names[k]), "order %u", o->orders[k]);
 		what[k] = names[k];
@@ -765,8 +762,7 @@ static int run_orders(int fd, const struct opts *o, struct result *rows)
 		rows[k].done = !ret;
 		buf_free(&bufs[k]);
 	}
-	if (mthp_policy_restore(&saved) && !ret)
-		ret = -EIO;
+	thp_restore_settings();
 	return ret;
 }
 
@@ -911,7 +907,7 @@ int main(int argc, char **argv)
 		printf("not ok 1 dmirror-thp-bench\n");
 		return 1;
 	}
-	if (!thp_available()) {
+	if (!thp_is_enabled()) {
 		fprintf(stderr, "THP is disabled: no THP figures\n");
 		printf("not ok 1 dmirror-thp-bench\n");
 		return 1;

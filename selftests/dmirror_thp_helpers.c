@@ -22,6 +22,23 @@
 
 #define ALIGN_UP(x, a)	(((x) + (a) - 1) & ~((a) - 1))
 
+unsigned long dm_pmd_size(void)
+{
+	static unsigned long size;
+
+	/* A kernel without THP has no hpage_pmd_size: a page of PTEs. */
+	if (!size)
+		size = read_pmd_pagesize();
+	if (!size)
+		size = DM_PAGE_SIZE * (DM_PAGE_SIZE / sizeof(uint64_t));
+	return size;
+}
+
+unsigned int dm_pmd_order(void)
+{
+	return __builtin_ctzl(DM_THP_PAGES);
+}
+
 int dm_open(int dev)
 {
 	char path[64];
@@ -217,39 +234,29 @@ bool pm_pmd_enabled(void)
 	return pm_enabled() && !(e && *e == '0');
 }
 
-/* Read the pagemap entries of [addr, addr + npages pages); 0 or -errno. */
-static int pm_read(void *addr, size_t npages, uint64_t *ent)
-{
-	ssize_t r;
-	int fd;
-
-	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = pread(fd, ent, npages * sizeof(*ent),
-		  ((uintptr_t)addr / DM_PAGE_SIZE) * sizeof(*ent));
-	close(fd);
-	if (r != (ssize_t)(npages * sizeof(*ent)))
-		return r < 0 ? -errno : -EIO;
-	return 0;
-}
-
-/* The pagemap entries of npages pages at addr, malloc()ed; NULL and *err. */
+/*
+ * The pagemap entries of npages pages at addr (vm_util's reader), malloc()ed;
+ * NULL and *err.
+ */
 static uint64_t *pm_entries(void *addr, size_t npages, long *err)
 {
 	uint64_t *ent = malloc(npages * sizeof(*ent));
-	int ret;
+	size_t i;
+	int fd;
 
 	if (!ent) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	ret = pm_read(addr, npages, ent);
-	if (ret) {
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*err = -errno;
 		free(ent);
-		*err = ret;
 		return NULL;
 	}
+	for (i = 0; i < npages; i++)
+		ent[i] = pagemap_get_entry(fd, (char *)addr + i * DM_PAGE_SIZE);
+	close(fd);
 	return ent;
 }
 
@@ -279,7 +286,7 @@ long pm_count(void *addr, size_t npages, uint64_t mask, uint64_t want)
 static bool pm_is_folio(const uint64_t *ent, size_t nr, int kpf)
 {
 	uint64_t pfn = ent[0] & PM_PFN_MASK;
-	uint64_t flags[DM_THP_PAGES + 1] = {};
+	uint64_t flags;
 	size_t j;
 
 	if (!(ent[0] & PM_PRESENT) || !pfn)
@@ -287,16 +294,15 @@ static bool pm_is_folio(const uint64_t *ent, size_t nr, int kpf)
 	for (j = 1; j < nr; j++)
 		if (!(ent[j] & PM_PRESENT) || (ent[j] & PM_PFN_MASK) != pfn + j)
 			return false;
-	/* A short read at the end of memory leaves the last one 0: it ends. */
-	if (pread(kpf, flags, (nr + 1) * sizeof(*flags),
-		  pfn * sizeof(*flags)) < (ssize_t)(nr * sizeof(*flags)))
-		return false;
-	if (!(flags[0] & KPF_COMPOUND_HEAD) || (flags[nr] & KPF_COMPOUND_TAIL))
+	if (pageflags_get(pfn, kpf, &flags) || !(flags & KPF_COMPOUND_HEAD))
 		return false;
 	for (j = 1; j < nr; j++)
-		if (!(flags[j] & KPF_COMPOUND_TAIL))
+		if (pageflags_get(pfn + j, kpf, &flags) ||
+		    !(flags & KPF_COMPOUND_TAIL))
 			return false;
-	return true;
+	/* Past the end of memory there is no flag to read: the folio ends. */
+	return pageflags_get(pfn + nr, kpf, &flags) ||
+	       !(flags & KPF_COMPOUND_TAIL);
 }
 
 /*
@@ -415,20 +421,6 @@ long vmstat_get_exact(const char *name)
 		close(fd);
 	}
 	return vmstat_get(name);
-}
-
-bool thp_available(void)
-{
-	char buf[128] = "";
-	FILE *f;
-
-	f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
-	if (!f)
-		return false;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return buf[0] && !strstr(buf, "[never]");
 }
 
 void *dm_reserve_aligned(size_t size, void **res, size_t *res_len)
@@ -635,87 +627,43 @@ double dm_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* ---- mTHP sysfs ---- */
+/* ---- THP sizes: the tree's hugepage_settings ---- */
 
-#define MTHP_FMT "/sys/kernel/mm/transparent_hugepage/hugepages-%lukB/%s"
-
-int mthp_get_enabled(unsigned long kb, char *mode, size_t len)
+void dm_thp_only(unsigned int order, enum thp_enabled mode)
 {
-	char path[128], line[128], *l, *r;
-	FILE *f;
-
-	snprintf(path, sizeof(path), MTHP_FMT, kb, "enabled");
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	l = fgets(line, sizeof(line), f);
-	fclose(f);
-	if (!l || !(l = strchr(line, '[')) || !(r = strchr(l, ']')))
-		return -EIO;
-	*r = 0;
-	snprintf(mode, len, "%s", l + 1);
-	return 0;
-}
-
-int mthp_set_enabled(unsigned long kb, const char *mode)
-{
-	char path[128];
-	FILE *f;
-	int ret;
-
-	snprintf(path, sizeof(path), MTHP_FMT, kb, "enabled");
-	f = fopen(path, "we");
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%s\n", mode) > 0 ? 0 : -errno;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
-}
-
-long mthp_stat(unsigned long kb, const char *name)
-{
-	char path[160], file[64];
-
-	snprintf(file, sizeof(file), "stats/%s", name);
-	snprintf(path, sizeof(path), MTHP_FMT, kb, file);
-	return dm_read_long(path);
-}
-
-int mthp_policy_save(struct mthp_policy *p)
-{
+	unsigned long orders = thp_supported_orders();
+	static bool saved;
+	struct thp_settings s;
 	unsigned int o;
-	int ret;
 
-	for (o = DM_MTHP_MIN_ORDER; o <= DM_PMD_ORDER; o++) {
-		ret = mthp_get_enabled(dm_order_kb(o), p->mode[o],
-				       sizeof(p->mode[o]));
-		if (ret)
-			return ret;
-	}
-	return 0;
+	if (!saved)
+		thp_save_settings();
+	saved = true;
+	thp_read_settings(&s);
+	for (o = 0; o < NR_ORDERS; o++)
+		if (orders & (1UL << o))
+			s.hugepages[o].enabled = o == order ? mode : THP_NEVER;
+	thp_write_settings(&s);
 }
 
-int mthp_policy_restore(const struct mthp_policy *p)
+void dm_thp_size_enable(unsigned int order, enum thp_enabled mode)
 {
-	unsigned int o;
-	int ret = 0;
+	static const char * const modes[] = {
+		[THP_NEVER] = "never", [THP_ALWAYS] = "always",
+		[THP_INHERIT] = "inherit", [THP_MADVISE] = "madvise",
+	};
+	char name[64];
 
-	for (o = DM_MTHP_MIN_ORDER; o <= DM_PMD_ORDER; o++)
-		if (p->mode[o][0] && !ret)
-			ret = mthp_set_enabled(dm_order_kb(o), p->mode[o]);
-	return ret;
+	snprintf(name, sizeof(name), "hugepages-%lukB/enabled",
+		 dm_order_kb(order));
+	thp_write_string(name, modes[mode]);
 }
 
-int mthp_policy_only(unsigned int order, const char *mode)
+long mthp_stat(unsigned int order, const char *name)
 {
-	unsigned int o;
-	int ret;
+	char path[96];
 
-	for (o = DM_MTHP_MIN_ORDER; o <= DM_PMD_ORDER; o++) {
-		ret = mthp_set_enabled(dm_order_kb(o), o == order ? mode : "never");
-		if (ret)
-			return ret;
-	}
-	return 0;
+	snprintf(path, sizeof(path), "hugepages-%lukB/stats/%s",
+		 dm_order_kb(order), name);
+	return thp_read_num(path);
 }

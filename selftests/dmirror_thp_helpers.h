@@ -22,10 +22,20 @@
 #include <sys/types.h>
 
 #include "dmirror_thp_uapi.h"
+/* The tree's selftests/mm helpers: page and PMD sizes, pagemap, kpageflags. */
+#include "vm_util.h"
+#include "hugepage_settings.h"
 
-#define DM_PAGE_SIZE	4096UL
-#define DM_THP_SIZE	(2UL << 20)
-#define DM_THP_PAGES	(DM_THP_SIZE / DM_PAGE_SIZE)	/* 512 */
+/*
+ * Sizes of the running kernel, read at run time (vm_util): the base page,
+ * and the PMD that maps a THP and a device THP.
+ */
+unsigned long dm_pmd_size(void);
+unsigned int dm_pmd_order(void);
+#define DM_PAGE_SIZE	((unsigned long)psize())
+#define DM_THP_SIZE	dm_pmd_size()
+#define DM_THP_PAGES	(DM_THP_SIZE / DM_PAGE_SIZE)
+#define DM_PMD_ORDER	dm_pmd_order()
 #define DM_ONEKB	1024UL
 #define DM_ONEMB	(1UL << 20)
 #define DM_NDEVICES	2
@@ -38,20 +48,13 @@
 #define DM_SNAP_PMD		HMM_DMIRROR_PROT_PMD
 #define DM_SNAP_WRITE		HMM_DMIRROR_PROT_WRITE
 
-/* /proc/self/pagemap bits (Documentation/admin-guide/mm/pagemap.rst) */
-#define PM_PRESENT		(1ULL << 63)
-#define PM_SWAP			(1ULL << 62)
-#define PM_FILE			(1ULL << 61)
-#define PM_MMAP_EXCLUSIVE	(1ULL << 56)
+/* The pfn of a /proc/self/pagemap entry (vm_util.h has the flag bits). */
 #define PM_PFN_MASK		((1ULL << 55) - 1)
 
-/* /proc/kpageflags bits (Documentation/admin-guide/mm/pagemap.rst) */
-#define KPF_COMPOUND_HEAD	(1ULL << 15)
-#define KPF_COMPOUND_TAIL	(1ULL << 16)
-
-/* Folio orders: anonymous mTHPs are orders 2 to 8, 9 is the PMD. */
+/* Folio orders: anonymous mTHPs from order 2 up to the PMD's. */
 #define DM_MTHP_MIN_ORDER	2
-#define DM_PMD_ORDER		9
+/* The most orders a size table here needs (hugepage_settings' too). */
+#define DM_MAX_ORDERS		NR_ORDERS
 static inline unsigned long dm_order_kb(unsigned int order)
 {
 	return (DM_PAGE_SIZE >> 10) << order;
@@ -141,25 +144,19 @@ bool dm_is_sys_thp(void *addr, size_t nthp);
 long vmstat_get(const char *name);
 /* The same after /proc/sys/vm/stat_refresh: per-CPU drift folded in. */
 long vmstat_get_exact(const char *name);
-/* /sys/kernel/mm/transparent_hugepage/enabled is not [never] */
-bool thp_available(void);
 
-/* ---- mTHP sysfs: /sys/kernel/mm/transparent_hugepage/hugepages-<kb>kB/ ---- */
+/* ---- THP sizes: /sys/kernel/mm/transparent_hugepage/hugepages-<kb>kB/ ---- */
 
-/* The selected mode of a size ("always", "inherit", ...); 0 or -errno. */
-int mthp_get_enabled(unsigned long kb, char *mode, size_t len);
-int mthp_set_enabled(unsigned long kb, const char *mode);
-/* A counter of stats/, or -1. */
-long mthp_stat(unsigned long kb, const char *name);
-
-/* The enabled mode of every anonymous THP size, orders 2 to 9. */
-struct mthp_policy {
-	char mode[DM_PMD_ORDER + 1][16];
-};
-int mthp_policy_save(struct mthp_policy *p);
-int mthp_policy_restore(const struct mthp_policy *p);
-/* order gets mode, every other size "never"; 0 or -errno */
-int mthp_policy_only(unsigned int order, const char *mode);
+/*
+ * Let a fault allocate folios of @order alone, with @mode, every other size
+ * never (the top-level enabled stays).  The first call saves the settings
+ * for thp_restore_settings(), which also runs at exit.
+ */
+void dm_thp_only(unsigned int order, enum thp_enabled mode);
+/* One size's enabled mode. */
+void dm_thp_size_enable(unsigned int order, enum thp_enabled mode);
+/* A counter of the size's stats/ directory. */
+long mthp_stat(unsigned int order, const char *name);
 
 /* ---- buffers ---- */
 

@@ -378,7 +378,7 @@ TEST_F_TIMEOUT(race2, migrate_races_fault_back, 120)
 	struct dm_buf *b = DM_FILLED_BUF(&self->c, n * DM_THP_SIZE, true, 110);
 	double end = dm_now() + 20.0;
 	uint32_t k = 0;
-	size_t i;
+	size_t i = 0;
 	int t;
 
 	for (t = 0; t < 2; t++) {

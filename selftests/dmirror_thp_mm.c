@@ -45,8 +45,6 @@
 #define NPAGES		(SIZE / DM_PAGE_SIZE)
 #define SEED		0x3d
 
-#define PM_SOFT_DIRTY	(1ULL << 55)
-#define PM_UFFD_WP	(1ULL << 57)
 
 #ifndef MPOL_BIND
 #define MPOL_BIND	2
@@ -200,8 +198,8 @@ static void op_migrate_pages(struct __test_metadata *_metadata, struct mm_ctx *m
 static void move_pages_all(struct __test_metadata *_metadata, struct mm_ctx *m,
 			   bool move)
 {
-	static void *pages[NPAGES];
-	static int nodes[NPAGES], status[NPAGES];
+	void *pages[NPAGES];
+	int nodes[NPAGES], status[NPAGES];
 	size_t i;
 
 	for (i = 0; i < NPAGES; i++) {
@@ -365,10 +363,10 @@ static void op_mprotect_part(struct __test_metadata *_metadata, struct mm_ctx *m
 
 static void op_mincore(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
-	static unsigned char vec[NPAGES];
+	unsigned char vec[NPAGES];
 	size_t i;
 
-	memset(vec, 0xee, sizeof(vec));
+	memset(vec, 0xee, NPAGES);
 	ASSERT_EQ(0, mincore(m->b->ptr, SIZE, vec));
 	for (i = 0; i < NPAGES; i++)
 		ASSERT_EQ(1, vec[i] & 1) TH_LOG("page %zu", i);

@@ -39,125 +39,12 @@
 #define BUF_SIZE	(2 * DM_THP_SIZE)
 #define SEED		23
 
-/*
- * The fixture of every test here: dm_ctx, and the mTHP policy of the guest,
- * saved and restored around the test.
- */
-struct mthp_ctx {
-	struct dm_ctx c;
-	struct mthp_policy saved;
-	bool restore;
-};
-
-static void mctx_setup(struct __test_metadata *_metadata, struct mthp_ctx *m,
-		       unsigned int order)
-{
-	dm_ctx_setup(_metadata, &m->c);
-	if (!thp_available())
-		SKIP(return, "THP disabled (transparent_hugepage/enabled is never)");
-	ASSERT_EQ(0, mthp_policy_save(&m->saved));
-	m->restore = true;
-	ASSERT_EQ(0, mthp_policy_only(order, "always"));
-}
-
-/*
- * The policy first: an ASSERT in dm_ctx_teardown() ends the teardown, and
- * a policy left behind would fail every later test of the guest.
- */
-static void mctx_teardown(struct __test_metadata *_metadata,
-			  struct mthp_ctx *m)
-{
-	if (m->restore)
-		EXPECT_EQ(0, mthp_policy_restore(&m->saved));
-	m->restore = false;
-	dm_ctx_teardown(_metadata, &m->c);
-}
-
-/* What the kernel counted for a size, and its splits. */
-struct mthp_counts {
-	long fault_alloc, split, split_pmd, split_page;
-};
-
-static struct mthp_counts mthp_counts(unsigned int order)
-{
-	struct mthp_counts n = {
-		mthp_stat(dm_order_kb(order), "anon_fault_alloc"),
-		mthp_stat(dm_order_kb(order), "split"),
-		vmstat_get("thp_split_pmd"),
-		vmstat_get("thp_split_page"),
-	};
-
-	return n;
-}
-
-/*
- * A filled buffer of system folios of @order: the faults that filled it
- * allocated one folio of @order per folio-sized part (anon_fault_alloc), and
- * the page tables map them whole (kpageflags).
- */
-static struct dm_buf *mthp_filled_buf(struct __test_metadata *_metadata,
-				      struct dm_ctx *c, unsigned int order,
-				      size_t size)
-{
-	size_t nr = 1UL << order, np = dm_npages(size);
-	struct mthp_counts n0;
-	struct dm_buf *b;
-
-	b = dm_ctx_buf(_metadata, c, size, RW, DM_THP_NONE);
-	if (!b)
-		return NULL;
-	n0 = mthp_counts(order);
-	dm_fill(b->ptr, size, SEED);
-	if (mthp_counts(order).fault_alloc - n0.fault_alloc != (long)(np / nr) ||
-	    pm_count_folios(b->ptr, np, nr) != (long)(np / nr)) {
-		TH_LOG("%lu kB folios: %ld allocated, %ld mapped whole, of %zu",
-		       dm_order_kb(order),
-		       mthp_counts(order).fault_alloc - n0.fault_alloc,
-		       pm_count_folios(b->ptr, np, nr), np / nr);
-		return NULL;
-	}
-	return b;
-}
-
-/*
- * Migrate all of @b to device 0 and prove it: folios of @order whole, except
- * @nsplit of them split by an injected allocation failure.
- */
-static void mthp_to_dev(struct __test_metadata *_metadata, struct dm_ctx *c,
-			struct dm_buf *b, unsigned int order, size_t nsplit)
-{
-	size_t nr = 1UL << order, np = dm_npages(b->size), nf = np / nr;
-	struct dmirror_thp_order_stats os;
-	struct dmirror_thp_stats st;
-	struct hmm_dmirror_cmd cmd;
-	struct mthp_counts n0 = mthp_counts(order);
-
-	ASSERT_EQ(0, dm_stats_reset(c->fd[0]));
-	ASSERT_EQ(0, dm_to_dev(c->fd[0], b->ptr, np, b->mirror, &cmd));
-	ASSERT_EQ(np, cmd.cpages);
-	ASSERT_EQ(0, dm_order_stats(c->fd[0], &os));
-	ASSERT_EQ(0, dm_stats(c->fd[0], &st));
-	ASSERT_EQ(nf - nsplit, os.to_dev[order]);
-	ASSERT_EQ(nsplit * nr, os.to_dev[0]);
-	ASSERT_EQ(nsplit, st.split_migrate);
-	ASSERT_EQ(np, st.resident_pages - c->base[0].resident_pages);
-	ASSERT_EQ((long)np, dm_snap_local(c->fd[0], b->ptr, np));
-	ASSERT_PM_DEV_PMD(b->ptr, np, np);
-	/* The kernel split exactly the folios the device refused. */
-	ASSERT_EQ(n0.split + (long)nsplit, mthp_counts(order).split);
-	if (!nsplit) {
-		ASSERT_EQ(n0.split_pmd, mthp_counts(order).split_pmd);
-		ASSERT_EQ(n0.split_page, mthp_counts(order).split_page);
-	}
-	ASSERT_EQ(0, dm_stats_reset(c->fd[0]));
-}
-
 /* ---- the round trip, as a matrix ---- */
 
 enum fa { FA_NONE, FA_TODEV, FA_BACK };
 enum way { WAY_IOCTL, WAY_FAULT };
 
-FIXTURE(mthp) { struct mthp_ctx m; };
+FIXTURE(mthp) { struct dm_folio_ctx f; };
 
 FIXTURE_VARIANT(mthp)
 {
@@ -167,8 +54,8 @@ FIXTURE_VARIANT(mthp)
 	bool deny;
 };
 
-FIXTURE_SETUP(mthp) { mctx_setup(_metadata, &self->m, variant->order); }
-FIXTURE_TEARDOWN(mthp) { mctx_teardown(_metadata, &self->m); }
+FIXTURE_SETUP(mthp) { dm_folio_ctx_setup(_metadata, &self->f, variant->order); }
+FIXTURE_TEARDOWN(mthp) { dm_folio_ctx_teardown(_metadata, &self->f); }
 
 #define RT(kb, o, f, w, d, dn)						\
 	FIXTURE_VARIANT_ADD(mthp, kb##_failalloc_##f##_back_by_##w##dn) { \
@@ -187,7 +74,7 @@ RT_ORDER(2m_pmd, 9)
 
 TEST_F_TIMEOUT(mthp, round_trip, 180)
 {
-	struct dm_ctx *c = &self->m.c;
+	struct dm_ctx *c = &self->f.c;
 	unsigned int order = variant->order;
 	size_t nr = 1UL << order, np = dm_npages(BUF_SIZE), nf = np / nr;
 	size_t split_dev = variant->fa == FA_TODEV;
@@ -195,15 +82,15 @@ TEST_F_TIMEOUT(mthp, round_trip, 180)
 	struct dmirror_thp_order_stats os;
 	struct dmirror_thp_stats st;
 	struct hmm_dmirror_cmd cmd;
-	struct mthp_counts n0, n1;
+	struct dm_size_counts n0, n1;
 	struct dm_buf *b;
 
-	b = mthp_filled_buf(_metadata, c, order, BUF_SIZE);
+	b = dm_folio_buf(_metadata, &self->f, BUF_SIZE, SEED);
 	ASSERT_NE(NULL, b);
 
 	if (variant->fa == FA_TODEV)
 		ASSERT_EQ(0, dm_set_flags(c->fd[0], HMM_DMIRROR_FLAG_FAIL_ALLOC));
-	mthp_to_dev(_metadata, c, b, order, split_dev);
+	dm_folio_to_dev(_metadata, &self->f, b, split_dev);
 
 	/*
 	 * Back: every device folio whole, but for the one an injected failure
@@ -211,20 +98,20 @@ TEST_F_TIMEOUT(mthp, round_trip, 180)
 	 */
 	split_back = variant->fa == FA_BACK;
 	if (variant->deny) {
-		ASSERT_EQ(0, mthp_set_enabled(dm_order_kb(order), "never"));
+		dm_thp_size_enable(order, THP_NEVER);
 		split_back = nf - split_dev;
 	}
 	whole_back = nf - split_dev - split_back;
 	if (variant->fa == FA_BACK)
 		ASSERT_EQ(0, dm_set_flags(c->fd[0], HMM_DMIRROR_FLAG_FAIL_ALLOC));
-	n0 = mthp_counts(order);
+	n0 = dm_size_count(order);
 	if (variant->way == WAY_IOCTL) {
 		ASSERT_EQ(0, dm_to_sys(c->fd[0], b->ptr, np, &cmd));
 		ASSERT_EQ(np, cmd.cpages);
 	} else {
 		dm_touch_read(b->ptr, BUF_SIZE, DM_PAGE_SIZE);
 	}
-	n1 = mthp_counts(order);
+	n1 = dm_size_count(order);
 
 	ASSERT_EQ(0, dm_order_stats(c->fd[0], &os));
 	ASSERT_EQ(0, dm_stats(c->fd[0], &st));
@@ -260,7 +147,7 @@ enum op {
 	OP_FORK_COW, OP_EXIT, OP_RELEASE, OP_UNLOAD,
 };
 
-FIXTURE(mthp_vma) { struct mthp_ctx m; };
+FIXTURE(mthp_vma) { struct dm_folio_ctx f; };
 
 FIXTURE_VARIANT(mthp_vma)
 {
@@ -268,8 +155,8 @@ FIXTURE_VARIANT(mthp_vma)
 	enum op op;
 };
 
-FIXTURE_SETUP(mthp_vma) { mctx_setup(_metadata, &self->m, variant->order); }
-FIXTURE_TEARDOWN(mthp_vma) { mctx_teardown(_metadata, &self->m); }
+FIXTURE_SETUP(mthp_vma) { dm_folio_ctx_setup(_metadata, &self->f, variant->order); }
+FIXTURE_TEARDOWN(mthp_vma) { dm_folio_ctx_teardown(_metadata, &self->f); }
 
 #define VOP(kb, o, name, op_)						\
 	FIXTURE_VARIANT_ADD(mthp_vma, kb##_##name) { .order = o, .op = op_ };
@@ -349,14 +236,14 @@ static int cow_child(void *p)
 
 TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 {
-	struct dm_ctx *c = &self->m.c;
+	struct dm_ctx *c = &self->f.c;
 	unsigned int order = variant->order;
 	size_t nr = 1UL << order, fsize = nr * DM_PAGE_SIZE;
 	size_t np = dm_npages(BUF_SIZE), nf = np / nr;
 	struct dmirror_thp_order_stats os;
 	struct dmirror_thp_stats st;
 	struct exit_arg ea = { order };
-	struct mthp_counts n0;
+	struct dm_size_counts n0;
 	struct dm_buf *b;
 	void *res, *dst;
 	size_t res_len;
@@ -367,11 +254,11 @@ TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 		return;	/* the fixture's leak check is the proof */
 	}
 
-	b = mthp_filled_buf(_metadata, c, order, BUF_SIZE);
+	b = dm_folio_buf(_metadata, &self->f, BUF_SIZE, SEED);
 	ASSERT_NE(NULL, b);
-	mthp_to_dev(_metadata, c, b, order, 0);
+	dm_folio_to_dev(_metadata, &self->f, b, 0);
 	p = b->ptr;
-	n0 = mthp_counts(order);
+	n0 = dm_size_count(order);
 
 	switch (variant->op) {
 	case OP_MUNMAP_PART:
@@ -382,7 +269,7 @@ TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 					   SEED));
 		/* The partly unmapped folio came back split, the rest whole. */
 		ASSERT_EQ((long)nf - 1, pm_count_folios(p + fsize, np - nr, nr));
-		ASSERT_EQ(n0.split + 1, mthp_counts(order).split);
+		ASSERT_EQ(n0.split + 1, dm_size_count(order).split);
 		break;
 	case OP_MPROTECT:
 	case OP_MPROTECT_PART:
@@ -397,7 +284,7 @@ TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 		ASSERT_EQ((long)(variant->op == OP_MPROTECT ? nf : nf - 1),
 			  pm_count_folios(p, np, nr));
 		ASSERT_EQ(n0.split + (variant->op == OP_MPROTECT ? 0 : 1),
-			  mthp_counts(order).split);
+			  dm_size_count(order).split);
 		break;
 	case OP_MREMAP_ALIGNED:
 	case OP_MREMAP_UNALIGNED: {
@@ -421,7 +308,7 @@ TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 		ASSERT_DATA(p, BUF_SIZE, SEED);
 		/* A CPU fault brings each folio back whole, even unaligned. */
 		ASSERT_EQ((long)nf - straddle, pm_count_folios(p, np, nr));
-		ASSERT_EQ(n0.split + straddle, mthp_counts(order).split);
+		ASSERT_EQ(n0.split + straddle, dm_size_count(order).split);
 		break;
 	}
 	case OP_DONTNEED:
@@ -429,7 +316,7 @@ TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 		DM_STATS(c, 0, st);
 		ASSERT_EQ(c->base[0].resident_pages, st.resident_pages);
 		ASSERT_ZERO(p, BUF_SIZE);
-		ASSERT_EQ(n0.split, mthp_counts(order).split);
+		ASSERT_EQ(n0.split, dm_size_count(order).split);
 		break;
 	case OP_DONTNEED_PART:
 		/* The first page of every folio goes. */
@@ -443,7 +330,7 @@ TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 						   fsize - DM_PAGE_SIZE, SEED));
 		}
 		/* Each folio, mapped in part, came back split. */
-		ASSERT_EQ(n0.split + (long)nf, mthp_counts(order).split);
+		ASSERT_EQ(n0.split + (long)nf, dm_size_count(order).split);
 		ASSERT_EQ(0, pm_count_folios(p, np, nr));
 		break;
 	case OP_FREE:
@@ -479,7 +366,7 @@ TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 		ASSERT_EQ(-1, dm_verify_at(p, 0, BUF_SIZE / 2, SEED + 2));
 		ASSERT_EQ(-1, dm_verify_at(p + BUF_SIZE / 2, BUF_SIZE / 2,
 					   BUF_SIZE / 2, SEED));
-		ASSERT_EQ(n0.split + (long)nf, mthp_counts(order).split);
+		ASSERT_EQ(n0.split + (long)nf, dm_size_count(order).split);
 		break;
 	}
 	case OP_RELEASE:
@@ -490,7 +377,7 @@ TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 		ASSERT_ON_SYS(c, 0, p, np);
 		ASSERT_EQ((long)nf, pm_count_folios(p, np, nr));
 		ASSERT_DATA(p, BUF_SIZE, SEED);
-		ASSERT_EQ(n0.split, mthp_counts(order).split);
+		ASSERT_EQ(n0.split, dm_size_count(order).split);
 		break;
 	case OP_UNLOAD:
 		/* Device removal evicts every folio whole; then a fresh module. */
@@ -503,7 +390,7 @@ TEST_F_TIMEOUT(mthp_vma, vma_op, 180)
 		ASSERT_PM_PRESENT(p, np, np);
 		ASSERT_EQ((long)nf, pm_count_folios(p, np, nr));
 		ASSERT_DATA(p, BUF_SIZE, SEED);
-		ASSERT_EQ(n0.split, mthp_counts(order).split);
+		ASSERT_EQ(n0.split, dm_size_count(order).split);
 		ASSERT_EQ(0, dm_run("insmod " DM_MODULE_PATH));
 		ASSERT_TRUE(dm_wait_devices(10));
 		for (int d = 0; d < DM_NDEVICES; d++) {

@@ -193,7 +193,7 @@ static inline int dm_run_child(int (*fn)(void *), void *arg, int timeout_s)
  * fail or, worse, pass on 4K pages.
  */
 #define REQUIRE_SYS_THP(addr, n) do {					\
-	if (!thp_available())						\
+	if (!thp_is_enabled())						\
 		SKIP(return, "THP disabled (transparent_hugepage/enabled is never)"); \
 	if (!dm_is_sys_thp((addr), (n)))					\
 		SKIP(return, "source is not %zu system THP(s): AnonHugePages %ld kB", \
@@ -314,5 +314,133 @@ struct dm_splits {
 	else								\
 		ASSERT_EQ(0, smaps_anon_huge_kb(__fb->ptr));		\
 	__fb; })
+
+/* ---- device folios of one order ---- */
+
+/*
+ * The fixture of a test over folio orders: dm_ctx, and the THP sizes of the
+ * guest, where only the order's size may be allocated by a fault (saved,
+ * and restored by the teardown).
+ */
+struct dm_folio_ctx {
+	struct dm_ctx c;
+	unsigned int order;
+	size_t nr;		/* pages per folio */
+	size_t fsize;		/* bytes per folio */
+};
+
+static inline void dm_folio_ctx_setup(struct __test_metadata *_metadata,
+				      struct dm_folio_ctx *f,
+				      unsigned int order)
+{
+	f->order = order;
+	f->nr = 1UL << order;
+	f->fsize = f->nr * DM_PAGE_SIZE;
+	dm_ctx_setup(_metadata, &f->c);
+	if (!thp_is_enabled())
+		SKIP(return, "THP disabled (transparent_hugepage/enabled is never)");
+	if (!(thp_supported_orders() & (1UL << order)))
+		SKIP(return, "no %lu kB THP size in this kernel", dm_order_kb(order));
+	dm_thp_only(order, THP_ALWAYS);
+}
+
+/*
+ * The sizes first: an ASSERT in dm_ctx_teardown() ends the teardown, and
+ * a policy left behind would fail every later test of the guest.
+ */
+static inline void dm_folio_ctx_teardown(struct __test_metadata *_metadata,
+					 struct dm_folio_ctx *f)
+{
+	thp_restore_settings();
+	dm_ctx_teardown(_metadata, &f->c);
+}
+
+/* What the kernel counted for a size, and its splits. */
+struct dm_size_counts {
+	long fault_alloc, split, split_pmd, split_page;
+};
+
+static inline struct dm_size_counts dm_size_count(unsigned int order)
+{
+	struct dm_size_counts n = {
+		mthp_stat(order, "anon_fault_alloc"),
+		mthp_stat(order, "split"),
+		vmstat_get("thp_split_pmd"),
+		vmstat_get("thp_split_page"),
+	};
+
+	return n;
+}
+
+/*
+ * A tracked buffer of @size, filled with @seed, made of system folios of the
+ * fixture's order: the faults that filled it allocated one folio of the
+ * order per folio-sized part (anon_fault_alloc), and the page tables map
+ * them whole (pagemap and kpageflags).
+ */
+static inline struct dm_buf *dm_folio_buf(struct __test_metadata *_metadata,
+					  struct dm_folio_ctx *f, size_t size,
+					  uint32_t seed)
+{
+	size_t np = dm_npages(size), nf = np / f->nr;
+	struct dm_size_counts n0;
+	struct dm_buf *b;
+	long alloc, whole;
+
+	b = dm_ctx_buf(_metadata, &f->c, size, PROT_READ | PROT_WRITE,
+		       DM_THP_NONE);
+	if (!b)
+		return NULL;
+	n0 = dm_size_count(f->order);
+	dm_fill(b->ptr, size, seed);
+	alloc = dm_size_count(f->order).fault_alloc - n0.fault_alloc;
+	whole = pm_count_folios(b->ptr, np, f->nr);
+	if (alloc != (long)nf || whole != (long)nf) {
+		TH_LOG("%lu kB folios: %ld allocated, %ld mapped whole, of %zu",
+		       dm_order_kb(f->order), alloc, whole, nf);
+		return NULL;
+	}
+	return b;
+}
+
+/*
+ * Migrate all of @b to device 0 and prove it: folios of the order whole,
+ * but @nsplit of them split by an injected allocation failure; a PMD-sized
+ * one mapped by a device-private PMD (SNAPSHOT).  The counters are reset
+ * afterwards.
+ */
+static inline void dm_folio_to_dev(struct __test_metadata *_metadata,
+				   struct dm_folio_ctx *f, struct dm_buf *b,
+				   size_t nsplit)
+{
+	size_t np = dm_npages(b->size), nf = np / f->nr;
+	struct dm_size_counts n0 = dm_size_count(f->order);
+	bool pmd = f->order == DM_PMD_ORDER;
+	struct dmirror_thp_order_stats os;
+	struct dmirror_thp_stats st;
+	struct hmm_dmirror_cmd cmd;
+	int fd = f->c.fd[0];
+
+	ASSERT_EQ(0, dm_stats_reset(fd));
+	ASSERT_EQ(0, dm_to_dev(fd, b->ptr, np, b->mirror, &cmd));
+	ASSERT_EQ(np, cmd.cpages);
+	ASSERT_EQ(0, dm_order_stats(fd, &os));
+	ASSERT_EQ(0, dm_stats(fd, &st));
+	ASSERT_EQ(nf - nsplit, os.to_dev[f->order]);
+	ASSERT_EQ(nsplit * f->nr, os.to_dev[0]);
+	ASSERT_EQ(nsplit, st.split_migrate);
+	ASSERT_EQ(np, st.resident_pages - f->c.base[0].resident_pages);
+	ASSERT_EQ((long)np, dm_snap_local(fd, b->ptr, np));
+	ASSERT_EQ(pmd ? (long)((nf - nsplit) * f->nr) : 0,
+		  dm_snap_local_pmd(fd, b->ptr, np));
+	ASSERT_PM_DEV_PMD(b->ptr, np, np);
+	/* The kernel split exactly the folios the device refused. */
+	ASSERT_EQ(n0.split + (long)nsplit, dm_size_count(f->order).split);
+	if (!nsplit) {
+		ASSERT_EQ(n0.split_pmd, vmstat_get("thp_split_pmd"));
+		ASSERT_EQ(n0.split_page, vmstat_get("thp_split_page"));
+	}
+	ASSERT_EQ(0, dm_stats_reset(fd));
+}
 
 #endif /* DMIRROR_THP_TEST_H */

@@ -691,7 +691,7 @@ TEST_F_TIMEOUT(exit, exit_with_device_thps, 60)
 	int p[2], status;
 	pid_t pid;
 
-	if (!thp_available())
+	if (!thp_is_enabled())
 		SKIP(return, "THP disabled");
 	ASSERT_EQ(0, pipe(p));
 	pid = fork();

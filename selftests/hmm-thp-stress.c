@@ -71,7 +71,6 @@
 
 #define PAGE		DM_PAGE_SIZE
 #define THP		DM_THP_SIZE
-#define NPAGES		DM_THP_PAGES
 #define MAX_REGIONS	16
 
 enum op {
@@ -111,7 +110,7 @@ struct region {
 	char *addr;
 	unsigned int order;	/* folio order its faults allocate */
 	unsigned long npages;	/* 1 << order: one folio per region */
-	uint32_t gen[NPAGES];	/* 0: the page reads as zeroes */
+	uint32_t *gen;		/* per page; 0: the page reads as zeroes */
 	bool ksm;		/* MADV_MERGEABLE */
 	/* The last operations on the region, for a mismatch report. */
 	struct {
@@ -194,6 +193,76 @@ static volatile int *stop;
 		;							\
 	__r;								\
 })
+
+/*
+ * The mTHP sizes' sysfs policy of -m.  Not the tree's hugepage_settings:
+ * those exit on a failed open, and under fault injection an open fails
+ * with ENOMEM now and then (RETRY_SYSFS retries these).
+ */
+struct mthp_policy {
+	char mode[DM_MAX_ORDERS][16];
+};
+
+#define MTHP_FMT "/sys/kernel/mm/transparent_hugepage/hugepages-%lukB/%s"
+
+static int mthp_get_enabled(unsigned long kb, char *mode, size_t len)
+{
+	char path[128], line[128], *l, *r;
+	FILE *f;
+
+	snprintf(path, sizeof(path), MTHP_FMT, kb, "enabled");
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	l = fgets(line, sizeof(line), f);
+	fclose(f);
+	if (!l || !(l = strchr(line, '[')) || !(r = strchr(l, ']')))
+		return -EIO;
+	*r = 0;
+	snprintf(mode, len, "%s", l + 1);
+	return 0;
+}
+
+static int mthp_set_enabled(unsigned long kb, const char *mode)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), MTHP_FMT, kb, "enabled");
+	f = fopen(path, "we");
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%s\n", mode) > 0 ? 0 : -errno;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+static int mthp_policy_save(struct mthp_policy *p)
+{
+	unsigned int o;
+	int ret;
+
+	for (o = DM_MTHP_MIN_ORDER; o <= DM_PMD_ORDER && o < DM_MAX_ORDERS; o++) {
+		ret = mthp_get_enabled(dm_order_kb(o), p->mode[o],
+				       sizeof(p->mode[o]));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int mthp_policy_restore(const struct mthp_policy *p)
+{
+	unsigned int o;
+	int ret = 0;
+
+	for (o = DM_MTHP_MIN_ORDER; o <= DM_PMD_ORDER && o < DM_MAX_ORDERS; o++)
+		if (p->mode[o][0] && !ret)
+			ret = mthp_set_enabled(dm_order_kb(o), p->mode[o]);
+	return ret;
+}
 
 static uint64_t rnd(struct worker *w)
 {
@@ -808,7 +877,7 @@ static int one_op(struct worker *w)
 			   RETRY_ENOMEM(w, remap(rg->addr, rg->npages * PAGE))))
 			return -1;
 		madvise(rg->addr, rg->npages * PAGE, MADV_HUGEPAGE);
-		memset(rg->gen, 0, sizeof(rg->gen));
+		memset(rg->gen, 0, rg->npages * sizeof(*rg->gen));
 		/*
 		 * Half the time leave it empty: migrating an empty PMD gives
 		 * a device THP even when the system has none to give, and
@@ -874,6 +943,12 @@ static void worker_run(struct worker *w)
 		rg->order = mthp ? mthp_orders[(w->id + r) % NR_MTHP_ORDERS] :
 				   DM_PMD_ORDER;
 		rg->npages = 1UL << rg->order;
+		/* The worker's own: a -p worker process allocates it. */
+		rg->gen = calloc(rg->npages, sizeof(*rg->gen));
+		if (!rg->gen) {
+			snprintf(w->failure, sizeof(w->failure), "no memory");
+			return;
+		}
 		/* Injected faults fail an mmap now and then: retried. */
 		if (RETRY_ENOMEM(w, (rg->addr = map_region(rg->order)) ? 0 : -1)) {
 			snprintf(w->failure, sizeof(w->failure),
@@ -887,9 +962,11 @@ static void worker_run(struct worker *w)
 			snprintf(w->failure, sizeof(w->failure), "operation failed");
 	if (!w->failure[0])
 		reap_child(w);
-	for (r = 0; r < nr_regions; r++)
+	for (r = 0; r < nr_regions; r++) {
 		if (!w->failure[0] && verify_cpu(w, r) == 0)
 			munmap(w->region[r].addr, w->region[r].npages * PAGE);
+		free(w->region[r].gen);
+	}
 }
 
 static void *worker_main(void *arg)
