@@ -1,24 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dmirror-thp selftests: vma operations on device-resident THPs.
+ * dmirror-thp selftests: every vma operation on device-private folios, as
+ * one table of operations over folio orders.
  *
- *  - partial munmap at 0, 512K and 1M, then faults on the rest (THP, 4K);
- *  - mremap MAYMOVE|FIXED, with and without DONTUNMAP, before and after the
- *    migration, to an aligned and to an unaligned destination;
- *  - mprotect of a whole device THP and of part of one, then read or write
- *    faults; a PTE-mapped device THP (mprotect of half and back) faulted
- *    on a tail page;
- *  - fork: child and parent each read, write and see only their own data
- *    (THP and 4K; the device entry readable or writable);
- *  - a THP that fork shares with a live child, migrated to the device
- *    whole, or split when the device answers with base pages: every
- *    mapping moves, and both processes read their data back;
- *  - MADV_DONTNEED of a whole device THP and of part of one;
- *  - exit (or SIGKILL) with device THPs still mapped leaks nothing.
+ * The rows (FIXTURE_VARIANT) are the folio orders: 2, 4 and 8, mTHPs that
+ * PTEs map, and the PMD's, read at run time.  Each runs with that size alone
+ * enabled in /sys/kernel/mm/transparent_hugepage/hugepages-<kb>kB/, and
+ * skips where the kernel does not offer the size.  The columns (TEST_F) are
+ * the operations, on a buffer of two PMDs of folios of the order, filled
+ * and moved to the device whole: partial munmap, mprotect (whole and part,
+ * read and write faults), a fault on a tail page, mremap (before and after
+ * the migration, DONTUNMAP, to an aligned and an unaligned destination),
+ * fork with COW, migration with a live child (whole, and the split
+ * fallback), MADV_DONTNEED (whole and part), MADV_FREE, exit and SIGKILL,
+ * eviction and module unload.
  *
- * Every body runs over a table of variants (FIXTURE_VARIANT); every case
- * asserts the data and what happened (counters, SNAPSHOT, pagemap), and the
- * fixture's teardown asserts that no device page leaked.
+ * Each operation computes its expected outcome from the order: whether a
+ * PMD maps the folio, and whether the operation covers it whole.  It checks
+ * the data byte for byte, and proves each folio's fate with witnesses the
+ * driver does not write: pagemap and kpageflags (which folios are whole),
+ * the size's stats/split, and SNAPSHOT's PMD bit beside the device's
+ * per-order counters.  The fixture's teardown asserts that the pools
+ * balance.
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
@@ -31,195 +34,142 @@
 #include "dmirror_thp_helpers.h"
 #include "dmirror_thp_test.h"
 
-#define RW	(PROT_READ | PROT_WRITE)
+#define RW		(PROT_READ | PROT_WRITE)
+#define NPMD		2
+#define BUF_SIZE	(NPMD * DM_THP_SIZE)
+#define SEED		23
+
+FIXTURE(vma) { struct dm_folio_ctx f; };
+
+/* order 0 stands for the PMD's, which only the running kernel knows */
+FIXTURE_VARIANT(vma) { unsigned int order; };
+FIXTURE_VARIANT_ADD(vma, order2) { .order = 2 };
+FIXTURE_VARIANT_ADD(vma, order4) { .order = 4 };
+FIXTURE_VARIANT_ADD(vma, order8) { .order = 8 };
+FIXTURE_VARIANT_ADD(vma, pmd) { .order = 0 };
+
+FIXTURE_SETUP(vma)
+{
+	dm_folio_ctx_setup(_metadata, &self->f,
+			   variant->order ? variant->order : DM_PMD_ORDER);
+}
+
+FIXTURE_TEARDOWN(vma) { dm_folio_ctx_teardown(_metadata, &self->f); }
+
+/*
+ * What a test knows of its buffer: np pages in nf folios of nr pages
+ * (fsize bytes) each, pmd if a PMD maps each.
+ */
+struct geo {
+	size_t nr, fsize, np, nf;
+	bool pmd;
+};
+
+static struct geo geo_of(const struct dm_folio_ctx *f)
+{
+	struct geo g = {
+		.nr = f->nr, .fsize = f->fsize, .np = dm_npages(BUF_SIZE),
+		.pmd = f->order == DM_PMD_ORDER,
+	};
+
+	g.nf = g.np / g.nr;
+	return g;
+}
+
+/* The fixture's buffer, filled with @seed and moved to device 0 whole. */
+#define DEV_BUF(seed) ({						\
+	struct dm_buf *__b = dm_folio_buf(_metadata, &self->f, BUF_SIZE, (seed)); \
+	ASSERT_NE(NULL, __b);						\
+	dm_folio_to_dev(_metadata, &self->f, __b, 0);			\
+	__b; })
+
+/*
+ * What came back to system memory since the last reset: @whole folios of
+ * the order and @base pages, every page of [addr, addr + np pages) present
+ * and off the device, the folios whole in pagemap and kpageflags, and the
+ * size's stats/split @nsplit more than in @n0.
+ */
+static void assert_back(struct __test_metadata *_metadata,
+			struct dm_folio_ctx *f, char *addr, size_t np,
+			size_t whole, size_t base, long nsplit,
+			struct dm_size_counts n0)
+{
+	struct dmirror_thp_order_stats os;
+
+	ASSERT_EQ(0, dm_order_stats(f->c.fd[0], &os));
+	ASSERT_EQ(whole, os.to_sys[f->order]);
+	ASSERT_EQ(base, os.to_sys[0]);
+	ASSERT_ON_SYS(&f->c, 0, addr, np);
+	ASSERT_EQ((long)whole, pm_count_folios(addr, np, f->nr));
+	ASSERT_EQ(n0.split + nsplit, dm_size_count(f->order).split);
+}
+
+/* Nothing of the device's memory is resident any more. */
+#define ASSERT_DEV_IDLE(f) do {						\
+	struct dmirror_thp_stats __st;					\
+	DM_STATS(&(f)->c, 0, __st);					\
+	ASSERT_EQ((f)->c.base[0].resident_pages, __st.resident_pages);	\
+} while (0)
+
+/* The device's CPU faults since its counters were reset, or -1. */
+static long cpu_faults(struct dm_folio_ctx *f)
+{
+	struct dmirror_thp_stats st;
+
+	return dm_stats(f->c.fd[0], &st) ? -1 : (long)st.cpu_faults;
+}
+
+/* Read every page of [p + from, p + to) on its own, against @seed. */
+static void assert_pages(struct __test_metadata *_metadata, char *p,
+			 size_t from, size_t to, uint32_t seed)
+{
+	size_t off;
+
+	for (off = from; off < to; off += DM_PAGE_SIZE)
+		ASSERT_EQ(-1, dm_verify_at(p + off, off, DM_PAGE_SIZE, seed))
+			TH_LOG("page %zu", off / DM_PAGE_SIZE);
+}
 
 /* ---- partial munmap ---- */
 
-DM_FIXTURE(punmap);
-
-FIXTURE_VARIANT(punmap)
-{
-	bool thp;
-	size_t off;
-};
-
-FIXTURE_VARIANT_ADD(punmap, thp_at_0) { .thp = true, .off = 0 };
-FIXTURE_VARIANT_ADD(punmap, thp_at_512k) { .thp = true, .off = 512 * DM_ONEKB };
-FIXTURE_VARIANT_ADD(punmap, thp_at_1m) { .thp = true, .off = DM_ONEMB };
-FIXTURE_VARIANT_ADD(punmap, base_at_0) { .thp = false, .off = 0 };
-FIXTURE_VARIANT_ADD(punmap, base_at_512k) { .thp = false, .off = 512 * DM_ONEKB };
-FIXTURE_VARIANT_ADD(punmap, base_at_1m) { .thp = false, .off = DM_ONEMB };
-
 /*
- * Unmap 1 MB of a device-resident 2 MB buffer at the variant's offset; the
- * rest stays on the device, faults back page by page with its data, and
- * once it is back nothing of the device folio is left resident.
+ * Unmap half of the first folio at @off; the rest of it stays on the
+ * device, mapped by PTEs, and faults back page by page; every other folio
+ * comes back whole, in one fault.  The device folio is split once, and
+ * none of it stays resident, the unmapped part included.
  */
-TEST_F(punmap, partial_munmap_then_fault)
+static void munmap_part(struct __test_metadata *_metadata,
+			FIXTURE_DATA(vma) *self, size_t off)
 {
-	const size_t off = variant->off, hole = DM_ONEMB;
-	const size_t left = dm_npages(DM_THP_SIZE - hole);
-	struct dmirror_thp_stats st;
-	struct dm_buf *b = DM_FILLED_BUF(&self->c, DM_THP_SIZE, variant->thp, 20);
-	int fd = self->c.fd[0];
-	size_t i;
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = DEV_BUF(SEED);
+	size_t hole = g.fsize / 2, left = dm_npages(g.fsize - hole);
+	struct dm_size_counts n0 = dm_size_count(f->order);
+	char *p = b->ptr;
 
-	DM_MIGRATE_PROVE(&self->c, 0, b, variant->thp);
-	ASSERT_EQ(0, munmap(b->ptr + off, hole));
-
-	/* What is left is still on the device, now as base page mappings. */
-	if (off) {
-		ASSERT_DEV_BASE(&self->c, 0, b->ptr, dm_npages(off));
-	}
-	if (off + hole < DM_THP_SIZE) {
-		ASSERT_DEV_BASE(&self->c, 0, b->ptr + off + hole,
-				dm_npages(DM_THP_SIZE - off - hole));
-	}
-
-	/* Fault the rest back, one page at a time. */
-	for (i = 0; i < DM_THP_SIZE; i += DM_PAGE_SIZE) {
-		if (i >= off && i < off + hole)
-			continue;
-		ASSERT_EQ(-1, dm_verify_at(b->ptr + i, i, DM_PAGE_SIZE, 20))
-			TH_LOG("page %zu", i / DM_PAGE_SIZE);
-	}
-	DM_STATS(&self->c, 0, st);
-	dm_stats_print("after faults", &st);
-	ASSERT_EQ(0, st.thp_to_sys);
-	ASSERT_EQ(left, st.base_to_sys);
-	ASSERT_EQ(left, st.cpu_faults);
-	/* The device THP was split exactly once; 4K pages never are. */
-	ASSERT_EQ(variant->thp ? 1 : 0, st.split_callback);
+	ASSERT_EQ(0, munmap(p + off, hole));
 	if (off)
-		ASSERT_ON_SYS(&self->c, 0, b->ptr, dm_npages(off));
-	if (off + hole < DM_THP_SIZE)
-		ASSERT_ON_SYS(&self->c, 0, b->ptr + off + hole,
-			      dm_npages(DM_THP_SIZE - off - hole));
-	/* All of the device folio is free again, the unmapped part too. */
-	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
-	ASSERT_TRUE(dm_pool_balanced(&st));
-	(void)fd;
+		ASSERT_DEV_BASE(&f->c, 0, p, dm_npages(off));
+	if (off + hole < g.fsize)
+		ASSERT_DEV_BASE(&f->c, 0, p + off + hole,
+				dm_npages(g.fsize - off - hole));
+
+	assert_pages(_metadata, p, 0, off, SEED);
+	assert_pages(_metadata, p, off + hole, BUF_SIZE, SEED);
+	ASSERT_EQ((long)(left + g.nf - 1), cpu_faults(f));
+	if (off)
+		ASSERT_ON_SYS(&f->c, 0, p, dm_npages(off));
+	assert_back(_metadata, f, p + g.fsize, g.np - g.nr, g.nf - 1, left, 1,
+		    n0);
+	ASSERT_DEV_IDLE(f);
 }
 
-/* ---- mremap ---- */
-
-DM_FIXTURE(remap);
-
-FIXTURE_VARIANT(remap)
-{
-	bool after;		/* mremap the device THP, else the system THP */
-	bool dontunmap;
-	bool unaligned;
-};
-
-#define REMAP_VARIANT(name, a, d, u)					\
-	FIXTURE_VARIANT_ADD(remap, name) {				\
-		.after = a, .dontunmap = d, .unaligned = u,		\
-	}
-REMAP_VARIANT(before_aligned, false, false, false);
-REMAP_VARIANT(before_unaligned, false, false, true);
-REMAP_VARIANT(before_dontunmap_aligned, false, true, false);
-REMAP_VARIANT(before_dontunmap_unaligned, false, true, true);
-REMAP_VARIANT(after_aligned, true, false, false);
-REMAP_VARIANT(after_unaligned, true, false, true);
-REMAP_VARIANT(after_dontunmap_aligned, true, true, false);
-REMAP_VARIANT(after_dontunmap_unaligned, true, true, true);
-
-TEST_F(remap, mremap_thp)
-{
-	const unsigned int unaligned_off = 16 * DM_PAGE_SIZE;
-	struct dmirror_thp_stats st;
-	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_FILLED_BUF(&self->c, DM_THP_SIZE, true, 30);
-	int fd = self->c.fd[0];
-	int flags = MREMAP_MAYMOVE | MREMAP_FIXED;
-	void *res, *r;
-	size_t res_len;
-	char *dst;
-
-	if (variant->after)
-		DM_MIGRATE_PROVE(&self->c, 0, b, true);
-
-	/* The destination: inside a PROT_NONE reservation of its own. */
-	dst = dm_reserve_aligned(2 * DM_THP_SIZE, &res, &res_len);
-	ASSERT_NE(NULL, dst);
-	dm_ctx_track(&self->c, res, res_len);
-	if (variant->unaligned)
-		dst += unaligned_off;
-	if (variant->dontunmap)
-		flags |= MREMAP_DONTUNMAP;
-	r = mremap(b->ptr, DM_THP_SIZE, DM_THP_SIZE, flags, dst);
-	ASSERT_EQ(dst, r);
-
-	if (variant->dontunmap) {
-		/* The old range stays mapped, empty: nothing of it is on the device. */
-		ASSERT_EQ(0, dm_snap_local(fd, b->ptr, DM_THP_PAGES));
-		ASSERT_PM_DEV(b->ptr, DM_THP_PAGES, 0);
-		ASSERT_ZERO(b->ptr, DM_THP_SIZE);
-	}
-
-	if (!variant->after) {
-		/* Move first, migrate the new location. */
-		if (!variant->unaligned)
-			ASSERT_TRUE(dm_is_sys_thp(dst, 1));
-		ASSERT_EQ(0, dm_stats_reset(fd));
-		ASSERT_EQ(0, dm_to_dev(fd, dst, DM_THP_PAGES, b->mirror, &cmd));
-		DM_STATS(&self->c, 0, st);
-		if (variant->unaligned) {
-			/* A PTE-mapped THP: split, and moved as base pages. */
-			ASSERT_EQ(0, st.thp_to_dev);
-			ASSERT_EQ(DM_THP_PAGES, st.base_to_dev);
-		} else {
-			ASSERT_EQ(1, st.thp_to_dev);
-			ASSERT_EQ(0, st.base_to_dev);
-		}
-		ASSERT_DATA(b->mirror, DM_THP_SIZE, 30);
-	}
-
-	/* The device pages are at the destination now. */
-	if (variant->unaligned) {
-		ASSERT_DEV_BASE(&self->c, 0, dst, DM_THP_PAGES);
-	} else {
-		ASSERT_DEV_THP(&self->c, 0, dst, 1);
-	}
-	/* The device reads them where they are, without moving them. */
-	memset(b->mirror, 0xA5, DM_THP_SIZE);
-	ASSERT_EQ(0, dm_read(fd, dst, DM_THP_PAGES, b->mirror, &cmd));
-	ASSERT_DATA(b->mirror, DM_THP_SIZE, 30);
-	ASSERT_EQ(DM_THP_PAGES, dm_snap_local(fd, dst, DM_THP_PAGES));
-
-	/* CPU faults bring the data back from the new address. */
-	ASSERT_EQ(0, dm_stats_reset(fd));
-	ASSERT_DATA(dst, DM_THP_SIZE, 30);
-	DM_STATS(&self->c, 0, st);
-	if (variant->unaligned) {
-		ASSERT_EQ(0, st.thp_to_sys);
-		ASSERT_EQ(DM_THP_PAGES, st.base_to_sys);
-	} else {
-		SKIP_IF_REAL_ALLOC_FAIL(st);
-		ASSERT_EQ(1, st.thp_to_sys);
-		ASSERT_EQ(0, st.base_to_sys);
-		ASSERT_EQ(1, st.cpu_faults);
-		ASSERT_TRUE(dm_is_sys_thp(dst, 1));
-	}
-	ASSERT_ON_SYS(&self->c, 0, dst, DM_THP_PAGES);
-	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
-}
+TEST_F(vma, munmap_head_half) { munmap_part(_metadata, self, 0); }
+TEST_F(vma, munmap_middle_half) { munmap_part(_metadata, self, self->f.fsize / 4); }
+TEST_F(vma, munmap_tail_half) { munmap_part(_metadata, self, self->f.fsize / 2); }
 
 /* ---- mprotect ---- */
-
-DM_FIXTURE(mprot);
-
-FIXTURE_VARIANT(mprot)
-{
-	size_t off, len;
-	bool write;	/* restore PROT_WRITE and write-fault, else read-fault */
-};
-
-FIXTURE_VARIANT_ADD(mprot, whole_read) { .off = 0, .len = 2 << 20, .write = false };
-FIXTURE_VARIANT_ADD(mprot, whole_write) { .off = 0, .len = 2 << 20, .write = true };
-FIXTURE_VARIANT_ADD(mprot, part_read) { .off = 512 << 10, .len = 1 << 20, .write = false };
-FIXTURE_VARIANT_ADD(mprot, part_write) { .off = 512 << 10, .len = 1 << 20, .write = true };
 
 static sigjmp_buf segv_env;
 
@@ -245,136 +195,227 @@ static bool write_segfaults(volatile char *p)
 	return segv;
 }
 
-TEST_F(mprot, mprotect_device_thp)
+/*
+ * Make all of the buffer (@part: the middle half of the first folio)
+ * read-only while it sits on the device: it stays there, read-only to the
+ * device too, and a CPU write to it faults without moving anything.  Then
+ * read it back (@write: make it writable again, and write it):
+ *   - all of it read-only: every folio comes back whole, PMD-mapped for
+ *     the PMD order;
+ *   - part, made writable again: the vmas merge, the first folio is covered
+ *     whole again and comes back whole too;
+ *   - part, read: the first folio spans three vmas and comes back split,
+ *     as many pages per fault as the driver takes; the others whole.
+ */
+static void mprotect_op(struct __test_metadata *_metadata,
+			FIXTURE_DATA(vma) *self, bool part, bool write)
 {
-	const size_t off = variant->off, len = variant->len;
-	const bool whole = len == DM_THP_SIZE;
-	struct dmirror_thp_stats st;
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = DEV_BUF(SEED);
+	size_t off = part ? g.fsize / 4 : 0, len = part ? g.fsize / 2 : BUF_SIZE;
+	bool split = part && !write;
+	int fd = f->c.fd[0];
+	struct dm_size_counts n0;
 	struct hmm_dmirror_cmd cmd;
-	struct dm_buf *b = DM_FILLED_BUF(&self->c, DM_THP_SIZE, true, 40);
-	int fd = self->c.fd[0];
+	char *p = b->ptr;
+	long faults;
 
-	DM_MIGRATE_PROVE(&self->c, 0, b, true);
-	ASSERT_EQ(DM_THP_PAGES, dm_snap_local_write(fd, b->ptr, DM_THP_PAGES));
-	ASSERT_EQ(0, mprotect(b->ptr + off, len, PROT_READ));
+	ASSERT_EQ((long)g.np, dm_snap_local_write(fd, p, g.np));
+	ASSERT_EQ(0, mprotect(p + off, len, PROT_READ));
 
 	/* Still on the device; the protected part is read-only to it. */
-	ASSERT_EQ(DM_THP_PAGES, dm_snap_local(fd, b->ptr, DM_THP_PAGES));
-	if (whole) {
-		ASSERT_PM_DEV_PMD(b->ptr, DM_THP_PAGES, DM_THP_PAGES);
-	} else {
-		ASSERT_PM_DEV(b->ptr, DM_THP_PAGES, DM_THP_PAGES);
-	}
-	ASSERT_EQ(0, dm_snap_local_write(fd, b->ptr + off, dm_npages(len)));
-	ASSERT_EQ(DM_THP_PAGES - dm_npages(len),
-		  dm_snap_local_write(fd, b->ptr, DM_THP_PAGES));
+	ASSERT_EQ((long)g.np, dm_snap_local(fd, p, g.np));
+	ASSERT_PM_DEV_PMD(p, g.np, g.np);
+	ASSERT_EQ(0, dm_snap_local_write(fd, p + off, dm_npages(len)));
+	ASSERT_EQ((long)(g.np - dm_npages(len)),
+		  dm_snap_local_write(fd, p, g.np));
 	/* A whole-PMD mprotect keeps the PMD; a partial one splits it. */
-	ASSERT_EQ(whole ? DM_THP_PAGES : 0, dm_snap_local_pmd(fd, b->ptr, DM_THP_PAGES));
+	ASSERT_EQ(g.pmd ? (long)(part ? g.np - g.nr : g.np) : 0,
+		  dm_snap_local_pmd(fd, p, g.np));
 
 	/* A CPU write to the read-only part faults, and changes nothing. */
-	ASSERT_TRUE(write_segfaults(b->ptr + off + DM_PAGE_SIZE));
-	ASSERT_EQ(DM_THP_PAGES, dm_snap_local(fd, b->ptr, DM_THP_PAGES));
-	memset(b->mirror, 0xA5, DM_THP_SIZE);
-	ASSERT_EQ(0, dm_read(fd, b->ptr, DM_THP_PAGES, b->mirror, &cmd));
-	ASSERT_DATA(b->mirror, DM_THP_SIZE, 40);
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(0, st.cpu_faults);
+	ASSERT_TRUE(write_segfaults(p + off + DM_PAGE_SIZE));
+	ASSERT_EQ((long)g.np, dm_snap_local(fd, p, g.np));
+	memset(b->mirror, 0xA5, BUF_SIZE);
+	ASSERT_EQ(0, dm_read(fd, p, g.np, b->mirror, &cmd));
+	ASSERT_DATA(b->mirror, BUF_SIZE, SEED);
+	ASSERT_EQ(0, cpu_faults(f));
 
-	if (variant->write) {
-		ASSERT_EQ(0, mprotect(b->ptr + off, len, RW));
-		dm_fill(b->ptr, DM_THP_SIZE, 41);
-		ASSERT_DATA(b->ptr, DM_THP_SIZE, 41);
+	n0 = dm_size_count(f->order);
+	if (write) {
+		ASSERT_EQ(0, mprotect(p + off, len, RW));
+		dm_fill(p, BUF_SIZE, SEED + 1);
+		ASSERT_DATA(p, BUF_SIZE, SEED + 1);
 	} else {
-		ASSERT_EQ(-1, dm_verify_at(b->ptr + off, off, len, 40));
-		ASSERT_DATA(b->ptr, DM_THP_SIZE, 40);
+		ASSERT_EQ(-1, dm_verify_at(p + off, off, len, SEED));
+		ASSERT_DATA(p, BUF_SIZE, SEED);
 	}
-	DM_STATS(&self->c, 0, st);
-	dm_stats_print("after faults", &st);
-	if (whole) {
-		SKIP_IF_REAL_ALLOC_FAIL(st);
-		ASSERT_EQ(1, st.cpu_faults);
-		ASSERT_EQ(1, st.thp_to_sys);
-		ASSERT_EQ(0, st.base_to_sys);
-		/* Back as a THP, and (write) not COW-split by the write. */
-		ASSERT_TRUE(dm_is_sys_thp(b->ptr, 1));
-	} else if (variant->write) {
-		/*
-		 * mprotect back to RW merged the vmas again: the PTE-mapped
-		 * device folio is covered whole, and one fault brings it back
-		 * whole, as a THP mapped by PTEs (kpageflags).
-		 */
-		SKIP_IF_REAL_ALLOC_FAIL(st);
-		ASSERT_EQ(1, st.cpu_faults);
-		ASSERT_EQ(1, st.thp_to_sys);
-		ASSERT_EQ(0, st.base_to_sys);
-		ASSERT_EQ(1, pm_count_folios(b->ptr, DM_THP_PAGES, DM_THP_PAGES));
+	faults = cpu_faults(f);
+	if (split) {
+		ASSERT_LE((long)g.nf, faults);
+		ASSERT_GE((long)(g.nf - 1 + g.nr), faults);
+		assert_back(_metadata, f, p + g.fsize, g.np - g.nr, g.nf - 1,
+			    g.nr, 1, n0);
 	} else {
-		ASSERT_EQ(0, st.thp_to_sys);
-		ASSERT_EQ(DM_THP_PAGES, st.base_to_sys);
-		/*
-		 * The PTE-mapped device folio comes back page by page; how many
-		 * pages one fault takes along is the driver's choice.
-		 */
-		ASSERT_GE(st.cpu_faults, 1);
-		ASSERT_LE(st.cpu_faults, DM_THP_PAGES);
+		ASSERT_EQ((long)g.nf, faults);
+		assert_back(_metadata, f, p, g.np, g.nf, 0, 0, n0);
+		/* Back PMD-mapped, and (write) not COW-split by the write. */
+		if (g.pmd && !part)
+			ASSERT_TRUE(dm_is_sys_thp(p, NPMD));
 	}
-	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
-	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
-	if (!variant->write)
-		ASSERT_TRUE(write_segfaults(b->ptr + off));
+	ASSERT_ON_SYS(&f->c, 0, p, g.np);
+	ASSERT_DEV_IDLE(f);
+	if (!write)
+		ASSERT_TRUE(write_segfaults(p + off));
 }
 
-/* ---- a PTE-mapped device THP, faulted on a tail page ---- */
+TEST_F(vma, mprotect_whole_read) { mprotect_op(_metadata, self, false, false); }
+TEST_F(vma, mprotect_whole_write) { mprotect_op(_metadata, self, false, true); }
+TEST_F(vma, mprotect_part_read) { mprotect_op(_metadata, self, true, false); }
+TEST_F(vma, mprotect_part_write) { mprotect_op(_metadata, self, true, true); }
 
-DM_FIXTURE(remerge);
+/* ---- a fault on a tail page ---- */
 
 /*
- * mprotect() of half a device THP splits its PMD, and mprotect() back
- * merges the VMAs again: the device folio is PTE-mapped and covered whole.
- * The first CPU access, a read of a tail page, brings all of it back in
- * one fault, as one folio (whole) or page by page (split in collect);
- * the fault page must be among them, and every page must stay locked
- * while it migrates (upstream 7.3: kernel BUG in folio_migrate_ksm(),
- * the head page migrated unlocked).
+ * mprotect() of the second half of the first folio and back leaves it
+ * PTE-mapped (a PMD is split) and covered whole.  The first CPU access, a
+ * read of a tail page, brings all of it back whole in one fault; every
+ * page must stay locked while it migrates (upstream 7.3: kernel BUG in
+ * folio_migrate_ksm(), the head page migrated unlocked).
  */
-TEST_F(remerge, tail_fault_brings_folio_back)
+TEST_F(vma, tail_fault_brings_folio_back)
 {
-	const size_t tail = 300 * DM_PAGE_SIZE;
-	struct dmirror_thp_stats st;
-	struct dm_buf *b = DM_FILLED_BUF(&self->c, DM_THP_SIZE, true, 42);
-	int fd = self->c.fd[0];
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = DEV_BUF(SEED);
+	size_t tail = (g.nr - 1) * DM_PAGE_SIZE;
+	struct dm_size_counts n0 = dm_size_count(f->order);
+	int fd = f->c.fd[0];
+	char *p = b->ptr;
 
-	DM_MIGRATE_PROVE(&self->c, 0, b, true);
-	ASSERT_EQ(0, mprotect(b->ptr + DM_ONEMB, DM_ONEMB, PROT_READ));
-	ASSERT_EQ(0, mprotect(b->ptr + DM_ONEMB, DM_ONEMB, RW));
-	ASSERT_EQ(DM_THP_PAGES, dm_snap_local(fd, b->ptr, DM_THP_PAGES));
-	ASSERT_EQ(0, dm_snap_local_pmd(fd, b->ptr, DM_THP_PAGES));
+	ASSERT_EQ(0, mprotect(p + g.fsize / 2, g.fsize / 2, PROT_READ));
+	ASSERT_EQ(0, mprotect(p + g.fsize / 2, g.fsize / 2, RW));
+	ASSERT_EQ((long)g.nr, dm_snap_local(fd, p, g.nr));
+	ASSERT_EQ(0, dm_snap_local_pmd(fd, p, g.nr));
 
-	ASSERT_EQ(-1, dm_verify_at(b->ptr + tail, tail, DM_PAGE_SIZE, 42));
-	DM_STATS(&self->c, 0, st);
-	dm_stats_print("after the fault", &st);
-	ASSERT_EQ(1, st.cpu_faults);
-	ASSERT_EQ(DM_THP_PAGES, st.thp_to_sys * DM_THP_PAGES + st.base_to_sys);
-	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
-	ASSERT_DATA(b->ptr, DM_THP_SIZE, 42);
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(1, st.cpu_faults);
+	ASSERT_EQ(-1, dm_verify_at(p + tail, tail, DM_PAGE_SIZE, SEED));
+	ASSERT_EQ(1, cpu_faults(f));
+	assert_back(_metadata, f, p, g.nr, 1, 0, 0, n0);
+	ASSERT_DATA(p, BUF_SIZE, SEED);
+	ASSERT_EQ((long)g.nf, cpu_faults(f));
+	assert_back(_metadata, f, p, g.np, g.nf, 0, 0, n0);
+	ASSERT_DEV_IDLE(f);
 }
 
-/* ---- fork ---- */
+/* ---- mremap ---- */
 
-DM_FIXTURE(cow);
+enum { AFTER = 1, DONTUNMAP = 2, UNALIGNED = 4 };
 
-FIXTURE_VARIANT(cow)
+/*
+ * mremap(MAYMOVE | FIXED) of the buffer, after its migration (AFTER) or
+ * before it, keeping the old range mapped (DONTUNMAP), to a PMD-aligned
+ * destination or one page past it (UNALIGNED).  Unaligned, the folio that
+ * straddles each of the two PMD boundaries in the range is split, when it
+ * migrates or when it comes back: the walk collects within one page table.
+ * Every other folio moves whole both ways, even unaligned, and the device
+ * reads it where it is now.
+ */
+static void mremap_op(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(vma) *self, int how)
 {
-	bool thp;
-	bool readonly;	/* the device entry was made from a read-only vma */
-};
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	size_t straddle = how & UNALIGNED ? 2 : 0;
+	int flags = MREMAP_MAYMOVE | MREMAP_FIXED;
+	int fd = f->c.fd[0];
+	struct dm_size_counts n0;
+	struct hmm_dmirror_cmd cmd;
+	struct dm_buf *b;
+	size_t res_len;
+	void *res;
+	char *dst;
 
-FIXTURE_VARIANT_ADD(cow, thp_writable) { .thp = true, .readonly = false };
-FIXTURE_VARIANT_ADD(cow, thp_readable) { .thp = true, .readonly = true };
-FIXTURE_VARIANT_ADD(cow, base_writable) { .thp = false, .readonly = false };
-FIXTURE_VARIANT_ADD(cow, base_readable) { .thp = false, .readonly = true };
+	if (how & AFTER) {
+		b = DEV_BUF(SEED);
+	} else {
+		b = dm_folio_buf(_metadata, f, BUF_SIZE, SEED);
+		ASSERT_NE(NULL, b);
+	}
+
+	/* The destination: inside a PROT_NONE reservation of its own. */
+	dst = dm_reserve_aligned(BUF_SIZE + DM_THP_SIZE, &res, &res_len);
+	ASSERT_NE(NULL, dst);
+	dm_ctx_track(&f->c, res, res_len);
+	if (how & UNALIGNED)
+		dst += DM_PAGE_SIZE;
+	if (how & DONTUNMAP)
+		flags |= MREMAP_DONTUNMAP;
+	ASSERT_EQ(dst, mremap(b->ptr, BUF_SIZE, BUF_SIZE, flags, dst));
+
+	if (how & DONTUNMAP) {
+		/* The old range stays mapped, empty: nothing of it on the device. */
+		ASSERT_EQ(0, dm_snap_local(fd, b->ptr, g.np));
+		ASSERT_PM_DEV(b->ptr, g.np, 0);
+		ASSERT_ZERO(b->ptr, BUF_SIZE);
+	} else {
+		b->ptr = NULL;	/* moved: the reservation owns it now */
+	}
+
+	if (!(how & AFTER)) {
+		/* Moved first, then migrated from the new place. */
+		struct dmirror_thp_order_stats os;
+
+		n0 = dm_size_count(f->order);
+		/* mremap() moves folios whole, a PMD's as PTEs unaligned. */
+		ASSERT_EQ((long)g.nf, pm_count_folios(dst, g.np, g.nr));
+		ASSERT_EQ(0, dm_stats_reset(fd));
+		ASSERT_EQ(0, dm_to_dev(fd, dst, g.np, b->mirror, &cmd));
+		ASSERT_EQ(0, dm_order_stats(fd, &os));
+		ASSERT_EQ(g.nf - straddle, os.to_dev[f->order]);
+		ASSERT_EQ(straddle * g.nr, os.to_dev[0]);
+		ASSERT_EQ(n0.split + (long)straddle, dm_size_count(f->order).split);
+		ASSERT_DATA(b->mirror, BUF_SIZE, SEED);
+	}
+
+	/* The device pages are at the destination now, PMD-mapped if aligned. */
+	ASSERT_EQ((long)g.np, dm_snap_local(fd, dst, g.np));
+	ASSERT_EQ(g.pmd && !straddle ? (long)g.np : 0,
+		  dm_snap_local_pmd(fd, dst, g.np));
+	ASSERT_PM_DEV_PMD(dst, g.np, g.np);
+	/* The device reads them where they are, without moving them. */
+	memset(b->mirror, 0xA5, BUF_SIZE);
+	ASSERT_EQ(0, dm_read(fd, dst, g.np, b->mirror, &cmd));
+	ASSERT_DATA(b->mirror, BUF_SIZE, SEED);
+	ASSERT_EQ((long)g.np, dm_snap_local(fd, dst, g.np));
+
+	/* CPU faults bring the data back from the new address. */
+	ASSERT_EQ(0, dm_stats_reset(fd));
+	n0 = dm_size_count(f->order);
+	ASSERT_DATA(dst, BUF_SIZE, SEED);
+	if (how & AFTER) {
+		assert_back(_metadata, f, dst, g.np, g.nf - straddle,
+			    straddle * g.nr, straddle, n0);
+	} else {
+		/* What was split on the way there comes back as base pages. */
+		assert_back(_metadata, f, dst, g.np, g.nf - straddle,
+			    straddle * g.nr, 0, n0);
+	}
+	if (g.pmd && !straddle)
+		ASSERT_TRUE(dm_is_sys_thp(dst, NPMD));
+	ASSERT_DEV_IDLE(f);
+}
+
+TEST_F(vma, mremap_before_aligned) { mremap_op(_metadata, self, 0); }
+TEST_F(vma, mremap_before_unaligned) { mremap_op(_metadata, self, UNALIGNED); }
+TEST_F(vma, mremap_before_dontunmap_aligned) { mremap_op(_metadata, self, DONTUNMAP); }
+TEST_F(vma, mremap_before_dontunmap_unaligned) { mremap_op(_metadata, self, DONTUNMAP | UNALIGNED); }
+TEST_F(vma, mremap_after_aligned) { mremap_op(_metadata, self, AFTER); }
+TEST_F(vma, mremap_after_unaligned) { mremap_op(_metadata, self, AFTER | UNALIGNED); }
+TEST_F(vma, mremap_after_dontunmap_aligned) { mremap_op(_metadata, self, AFTER | DONTUNMAP); }
+TEST_F(vma, mremap_after_dontunmap_unaligned) { mremap_op(_metadata, self, AFTER | DONTUNMAP | UNALIGNED); }
+
+/* ---- fork ---- */
 
 static int pipe_put(int fd, char c)
 {
@@ -389,107 +430,154 @@ static int pipe_get(int fd, char want)
 }
 
 /*
- * The child: its own mirror must see device entries it may not write
- * (COW), then it reads the parent's data, writes its own, and must not see
- * the parent's later writes.  Exit status: 0, or the failing step.
+ * A child in lockstep with the test: it runs fn(arg, c2p, p2c) and exits
+ * with its return value; the parent keeps c2p[0] to hear from it and
+ * p2c[1] to tell it.
  */
-static int cow_child(struct dm_buf *b, int c2p, int p2c, bool thp)
+struct child {
+	pid_t pid;
+	int c2p[2], p2c[2];
+};
+
+static void child_start(struct __test_metadata *_metadata, struct child *ch,
+			int (*fn)(void *arg, int c2p, int p2c), void *arg)
 {
+	ASSERT_EQ(0, pipe(ch->c2p));
+	ASSERT_EQ(0, pipe(ch->p2c));
+	ch->pid = fork();
+	ASSERT_LE(0, ch->pid);
+	if (!ch->pid) {
+		close(ch->c2p[0]);
+		close(ch->p2c[1]);
+		_exit(fn(arg, ch->c2p[1], ch->p2c[0]));
+	}
+	close(ch->c2p[1]);
+	close(ch->p2c[0]);
+}
+
+/* Wait for the child; it must have exited with 0. */
+static void child_end(struct __test_metadata *_metadata, struct child *ch)
+{
+	int status;
+
+	ASSERT_EQ(ch->pid, waitpid(ch->pid, &status, 0));
+	close(ch->c2p[0]);
+	close(ch->p2c[1]);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("child failed at step %d", WEXITSTATUS(status));
+}
+
+/*
+ * The child of fork_cow: its own mirror must see device entries it may not
+ * write (COW), PMD-mapped for the PMD order; then it reads the parent's
+ * data, writes its own, and must not see the parent's later writes.  Exit
+ * status: 0, or the failing step.
+ */
+struct cow_arg {
+	struct dm_buf *b;
+	struct geo g;
+};
+
+static int cow_child(void *arg, int c2p, int p2c)
+{
+	struct cow_arg *a = arg;
+	struct dm_buf *b = a->b;
+	const struct geo *g = &a->g;
 	int fd = dm_open(0);
-	long n;
 
 	if (fd < 0)
 		return 10;
-	n = dm_snap_local(fd, b->ptr, DM_THP_PAGES);
-	if (n != (long)DM_THP_PAGES)
+	if (dm_snap_local(fd, b->ptr, g->np) != (long)g->np)
 		return 11;
-	if (dm_snap_local_write(fd, b->ptr, DM_THP_PAGES) != 0)
+	if (dm_snap_local_write(fd, b->ptr, g->np) != 0)
 		return 12;
-	if (thp && dm_snap_local_pmd(fd, b->ptr, DM_THP_PAGES) != (long)DM_THP_PAGES)
+	if (dm_snap_local_pmd(fd, b->ptr, g->np) != (g->pmd ? (long)g->np : 0))
 		return 13;
 	if (pipe_put(c2p, 'a') || pipe_get(p2c, 'b'))
 		return 14;
-	if (dm_verify(b->ptr, DM_THP_SIZE, 50) != -1)
+	if (dm_verify(b->ptr, BUF_SIZE, SEED) != -1)
 		return 15;
-	dm_fill(b->ptr, DM_THP_SIZE, 51);
-	if (dm_verify(b->ptr, DM_THP_SIZE, 51) != -1)
+	dm_fill(b->ptr, BUF_SIZE, SEED + 1);
+	if (dm_verify(b->ptr, BUF_SIZE, SEED + 1) != -1)
 		return 16;
 	if (pipe_put(c2p, 'c') || pipe_get(p2c, 'd'))
 		return 17;
-	if (dm_verify(b->ptr, DM_THP_SIZE, 51) != -1)
+	if (dm_verify(b->ptr, BUF_SIZE, SEED + 1) != -1)
 		return 18;
 	/* and the device sees the child's data in the child's mm */
-	memset(b->mirror, 0xA5, DM_THP_SIZE);
-	if (dm_read(fd, b->ptr, DM_THP_PAGES, b->mirror, NULL) ||
-	    dm_verify(b->mirror, DM_THP_SIZE, 51) != -1)
+	memset(b->mirror, 0xA5, BUF_SIZE);
+	if (dm_read(fd, b->ptr, g->np, b->mirror, NULL) ||
+	    dm_verify(b->mirror, BUF_SIZE, SEED + 1) != -1)
 		return 19;
 	close(fd);
 	return 0;
 }
 
-TEST_F_TIMEOUT(cow, fork_device_thp, 60)
+/*
+ * Fork with the buffer on the device (@readonly: its entries made from a
+ * read-only vma): fork keeps the device entries in both, write-protected;
+ * child and parent each read, write and see only their own data.  Device
+ * folios that two mms map come back split, page by page.
+ */
+static void fork_cow(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(vma) *self, bool readonly)
 {
-	struct dmirror_thp_stats st;
-	struct dm_buf *b = DM_FILLED_BUF(&self->c, DM_THP_SIZE, variant->thp, 50);
-	int fd = self->c.fd[0];
-	int c2p[2], p2c[2], status;
-	pid_t pid;
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = dm_folio_buf(_metadata, f, BUF_SIZE, SEED);
+	int fd = f->c.fd[0];
+	struct cow_arg arg = { .b = b, .g = g };
+	struct dmirror_thp_order_stats os;
+	struct dm_size_counts n0;
+	struct child ch;
 
-	if (variant->readonly)
-		ASSERT_EQ(0, mprotect(b->ptr, DM_THP_SIZE, PROT_READ));
-	DM_MIGRATE_PROVE(&self->c, 0, b, variant->thp);
-	ASSERT_EQ(variant->readonly ? 0 : DM_THP_PAGES,
-		  dm_snap_local_write(fd, b->ptr, DM_THP_PAGES));
-	if (variant->readonly)
-		ASSERT_EQ(0, mprotect(b->ptr, DM_THP_SIZE, RW));
-
-	ASSERT_EQ(0, pipe(c2p));
-	ASSERT_EQ(0, pipe(p2c));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		close(c2p[0]);
-		close(p2c[1]);
-		_exit(cow_child(b, c2p[1], p2c[0], variant->thp));
-	}
-	close(c2p[1]);
-	close(p2c[0]);
+	ASSERT_NE(NULL, b);
+	if (readonly)
+		ASSERT_EQ(0, mprotect(b->ptr, BUF_SIZE, PROT_READ));
+	dm_folio_to_dev(_metadata, f, b, 0);
+	ASSERT_EQ(readonly ? 0 : (long)g.np,
+		  dm_snap_local_write(fd, b->ptr, g.np));
+	if (readonly)
+		ASSERT_EQ(0, mprotect(b->ptr, BUF_SIZE, RW));
+	n0 = dm_size_count(f->order);
+	child_start(_metadata, &ch, cow_child, &arg);
 
 	/* Fork kept the device entries in the parent, write-protected. */
-	ASSERT_EQ(0, pipe_get(c2p[0], 'a'));
-	ASSERT_EQ(DM_THP_PAGES, dm_snap_local(fd, b->ptr, DM_THP_PAGES));
-	ASSERT_EQ(0, dm_snap_local_write(fd, b->ptr, DM_THP_PAGES));
-	if (variant->thp)
-		ASSERT_EQ(DM_THP_PAGES, dm_snap_local_pmd(fd, b->ptr, DM_THP_PAGES));
-	ASSERT_EQ(0, pipe_put(p2c[1], 'b'));
+	ASSERT_EQ(0, pipe_get(ch.c2p[0], 'a'));
+	ASSERT_EQ((long)g.np, dm_snap_local(fd, b->ptr, g.np));
+	ASSERT_EQ(0, dm_snap_local_write(fd, b->ptr, g.np));
+	ASSERT_EQ(g.pmd ? (long)g.np : 0, dm_snap_local_pmd(fd, b->ptr, g.np));
+	ASSERT_EQ(0, pipe_put(ch.p2c[1], 'b'));
 
 	/* The child has written: the parent still sees its own data. */
-	ASSERT_EQ(0, pipe_get(c2p[0], 'c'));
-	ASSERT_DATA(b->ptr, DM_THP_SIZE, 50);
-	dm_fill(b->ptr, DM_THP_SIZE, 52);
-	ASSERT_DATA(b->ptr, DM_THP_SIZE, 52);
-	ASSERT_EQ(0, pipe_put(p2c[1], 'd'));
+	ASSERT_EQ(0, pipe_get(ch.c2p[0], 'c'));
+	ASSERT_DATA(b->ptr, BUF_SIZE, SEED);
+	dm_fill(b->ptr, BUF_SIZE, SEED + 2);
+	ASSERT_DATA(b->ptr, BUF_SIZE, SEED + 2);
+	ASSERT_EQ(0, pipe_put(ch.p2c[1], 'd'));
+	child_end(_metadata, &ch);
 
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_EQ(0, WEXITSTATUS(status))
-		TH_LOG("child failed at step %d", WEXITSTATUS(status));
-	close(c2p[0]);
-	close(p2c[1]);
-
-	ASSERT_DATA(b->ptr, DM_THP_SIZE, 52);
-	DM_STATS(&self->c, 0, st);
-	dm_stats_print("after fork", &st);
-	ASSERT_LE(1, st.cpu_faults);
-	/* Everything came back (once for both mms, or once per mm). */
-	ASSERT_LE(DM_THP_PAGES, st.thp_to_sys * DM_THP_PAGES + st.base_to_sys);
-	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
-	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
+	ASSERT_DATA(b->ptr, BUF_SIZE, SEED + 2);
+	ASSERT_LE(1, cpu_faults(f));
+	/*
+	 * Every page came back once, for both mms.  Two mms map each
+	 * device mTHP: it is split in collect, and comes back page by page.
+	 */
+	ASSERT_EQ(0, dm_order_stats(fd, &os));
+	ASSERT_EQ(g.np, os.to_sys[f->order] * g.nr + os.to_sys[0]);
+	if (!g.pmd) {
+		ASSERT_EQ(0, os.to_sys[f->order]);
+		ASSERT_EQ(n0.split + (long)g.nf, dm_size_count(f->order).split);
+	}
+	ASSERT_ON_SYS(&f->c, 0, b->ptr, g.np);
+	ASSERT_DEV_IDLE(f);
 }
 
-/* ---- a THP shared with a live child ---- */
+TEST_F_TIMEOUT(vma, fork_cow, 60) { fork_cow(_metadata, self, false); }
+TEST_F_TIMEOUT(vma, fork_cow_readonly, 60) { fork_cow(_metadata, self, true); }
 
-DM_FIXTURE(shared);
+/* ---- migration with a live child ---- */
 
 /*
  * The child, forked after the buffer was filled and before the migration:
@@ -498,237 +586,323 @@ DM_FIXTURE(shared);
  * back through CPU faults in its own mm.  Exit status: 0, or the failing
  * step.
  */
-static int shared_child(struct dm_buf *b, int c2p, int p2c)
+static int live_child(void *arg, int c2p, int p2c)
 {
+	struct dm_buf *b = arg;
+	size_t np = dm_npages(BUF_SIZE);
 	long dev;
 
 	if (pipe_put(c2p, 'a') || pipe_get(p2c, 'b'))
 		return 10;
-	dev = pm_count_dev(b->ptr, DM_THP_PAGES);
-	if (dev != -ENOSYS && dev != (long)DM_THP_PAGES)
+	dev = pm_count_dev(b->ptr, np);
+	if (dev != -ENOSYS && dev != (long)np)
 		return 11;
-	if (dm_verify(b->ptr, DM_THP_SIZE, 60) != -1)
+	if (dm_verify(b->ptr, BUF_SIZE, SEED) != -1)
 		return 12;
 	return 0;
 }
 
 /*
- * Migrate a THP that a live child shares (neither has written it since
- * fork) to the device, the device answering with one PMD-order folio or,
- * under FAIL_ALLOC, with base pages: the source is split while both
- * processes map it through PMD migration entries.  Both must read their
- * data back, in either order of faults.
+ * Migrate folios that a live child shares (neither has written them since
+ * fork) to the device: a PMD-mapped one moves whole, the device answering
+ * with one folio or, under @fail_alloc, with base pages, which split the
+ * source while both processes map it through PMD migration entries; a
+ * PTE-mapped one that another mm maps is split in collect and moves as
+ * base pages.  Both processes read their data back, the child first.
  */
-static void shared_thp_migrate(struct __test_metadata *_metadata,
-			       struct dm_ctx *c, bool fail_alloc)
+static void live_child_migrate(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(vma) *self, bool fail_alloc)
 {
-	struct dm_buf *b = DM_FILLED_BUF(c, DM_THP_SIZE, true, 60);
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = dm_folio_buf(_metadata, f, BUF_SIZE, SEED);
+	/* The injected failure refuses one folio: the first. */
+	size_t whole = g.pmd ? g.nf - fail_alloc : 0;
+	struct dmirror_thp_order_stats os;
 	struct dmirror_thp_stats st;
-	int fd = c->fd[0];
-	int c2p[2], p2c[2], status;
-	pid_t pid;
+	int fd = f->c.fd[0];
+	struct dm_size_counts n0;
+	struct child ch;
 
-	ASSERT_EQ(0, pipe(c2p));
-	ASSERT_EQ(0, pipe(p2c));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		close(c2p[0]);
-		close(p2c[1]);
-		_exit(shared_child(b, c2p[1], p2c[0]));
-	}
-	close(c2p[1]);
-	close(p2c[0]);
-	ASSERT_EQ(0, pipe_get(c2p[0], 'a'));
+	ASSERT_NE(NULL, b);
+	child_start(_metadata, &ch, live_child, b);
+	ASSERT_EQ(0, pipe_get(ch.c2p[0], 'a'));
 
 	if (fail_alloc)
 		ASSERT_EQ(0, dm_set_flags(fd, HMM_DMIRROR_FLAG_FAIL_ALLOC));
+	n0 = dm_size_count(f->order);
 	ASSERT_EQ(0, dm_stats_reset(fd));
-	ASSERT_EQ(0, dm_to_dev(fd, b->ptr, DM_THP_PAGES, b->mirror, NULL));
-	ASSERT_DATA(b->mirror, DM_THP_SIZE, 60);
-	DM_STATS(c, 0, st);
+	ASSERT_EQ(0, dm_to_dev(fd, b->ptr, g.np, b->mirror, NULL));
+	ASSERT_DATA(b->mirror, BUF_SIZE, SEED);
+	ASSERT_EQ(0, dm_order_stats(fd, &os));
+	DM_STATS(&f->c, 0, st);
 	dm_stats_print("after the migration", &st);
-	if (fail_alloc) {
-		ASSERT_EQ(1, st.alloc_fail_inject);
-		ASSERT_EQ(1, st.split_migrate);
-		ASSERT_EQ(DM_THP_PAGES, st.base_to_dev);
-		ASSERT_DEV_BASE(c, 0, b->ptr, DM_THP_PAGES);
-	} else {
-		ASSERT_EQ(1, st.thp_to_dev);
-		ASSERT_DEV_THP(c, 0, b->ptr, 1);
-	}
+	ASSERT_EQ(whole, os.to_dev[f->order]);
+	ASSERT_EQ(g.np - whole * g.nr, os.to_dev[0]);
+	ASSERT_EQ(g.pmd && fail_alloc ? 1 : 0, (long)st.split_migrate);
+	ASSERT_EQ(n0.split + (long)(g.nf - whole), dm_size_count(f->order).split);
+	ASSERT_EQ((long)(whole * g.nr), dm_snap_local_pmd(fd, b->ptr, g.np));
+	ASSERT_PM_DEV_PMD(b->ptr, g.np, g.np);
 	/* Shared with the child: the device may read it, not write it. */
-	ASSERT_EQ(0, dm_snap_local_write(fd, b->ptr, DM_THP_PAGES));
+	ASSERT_EQ(0, dm_snap_local_write(fd, b->ptr, g.np));
 
 	/* The child faults its copy back first, then the parent. */
-	ASSERT_EQ(0, pipe_put(p2c[1], 'b'));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_EQ(0, WEXITSTATUS(status))
-		TH_LOG("child failed at step %d", WEXITSTATUS(status));
-	close(c2p[0]);
-	close(p2c[1]);
-	ASSERT_DATA(b->ptr, DM_THP_SIZE, 60);
-	ASSERT_ON_SYS(c, 0, b->ptr, DM_THP_PAGES);
+	ASSERT_EQ(0, pipe_put(ch.p2c[1], 'b'));
+	child_end(_metadata, &ch);
+	ASSERT_DATA(b->ptr, BUF_SIZE, SEED);
+	ASSERT_ON_SYS(&f->c, 0, b->ptr, g.np);
+	ASSERT_DEV_IDLE(f);
 }
 
-TEST_F_TIMEOUT(shared, thp_moves_whole_with_live_child, 60)
+TEST_F_TIMEOUT(vma, migrate_with_live_child, 60)
 {
-	shared_thp_migrate(_metadata, &self->c, false);
+	live_child_migrate(_metadata, self, false);
 }
 
 /*
- * The split fallback with a second mm mapping the THP: every PMD migration
- * entry of the folio must be split before the folio is, not only the one
- * of the mm that migrates (upstream 7.3: kernel BUG in
+ * The split fallback with a second mm mapping the folio: every PMD
+ * migration entry of the folio must be split before the folio is, not
+ * only the one of the mm that migrates (upstream 7.3: kernel BUG in
  * remove_migration_pte()).
  */
-TEST_F_TIMEOUT(shared, split_fallback_with_live_child, 60)
+TEST_F_TIMEOUT(vma, split_fallback_with_live_child, 60)
 {
-	shared_thp_migrate(_metadata, &self->c, true);
+	live_child_migrate(_metadata, self, true);
 }
 
 /* ---- MADV_DONTNEED ---- */
 
-DM_FIXTURE(dontneed);
-
-FIXTURE_VARIANT(dontneed)
+/*
+ * MADV_DONTNEED of [off, off + len) of the first folio: the dropped part is
+ * gone from device and system alike and reads as zeroes (the zero page, not
+ * the device); the rest of that folio comes back split, as many pages per
+ * fault as the driver takes; every other folio whole.
+ */
+static void dontneed_part(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(vma) *self, size_t off, size_t len)
 {
-	size_t off, len;
-};
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = DEV_BUF(SEED);
+	size_t left = g.nr - dm_npages(len);
+	int fd = f->c.fd[0];
+	struct dm_size_counts n0 = dm_size_count(f->order);
+	char *p = b->ptr;
+	long faults;
 
-FIXTURE_VARIANT_ADD(dontneed, whole) { .off = 0, .len = 2 << 20 };
-FIXTURE_VARIANT_ADD(dontneed, first_half) { .off = 0, .len = 1 << 20 };
-FIXTURE_VARIANT_ADD(dontneed, middle) { .off = 512 << 10, .len = 1 << 20 };
+	ASSERT_EQ(0, madvise(p + off, len, MADV_DONTNEED));
+	ASSERT_EQ(0, dm_snap_local(fd, p + off, dm_npages(len)));
+	ASSERT_PM_DEV(p + off, dm_npages(len), 0);
+	ASSERT_PM_PRESENT(p + off, dm_npages(len), 0);
+	ASSERT_EQ((long)(g.np - dm_npages(len)), dm_snap_local(fd, p, g.np));
 
-TEST_F(dontneed, dontneed_device_thp)
-{
-	const size_t off = variant->off, len = variant->len;
-	struct dmirror_thp_stats st;
-	struct dm_buf *b = DM_FILLED_BUF(&self->c, DM_THP_SIZE, true, 60);
-	int fd = self->c.fd[0];
-	size_t i;
-
-	DM_MIGRATE_PROVE(&self->c, 0, b, true);
-	ASSERT_EQ(0, madvise(b->ptr + off, len, MADV_DONTNEED));
-
-	/* The dropped part is gone from device and system alike. */
-	ASSERT_EQ(0, dm_snap_local(fd, b->ptr + off, dm_npages(len)));
-	ASSERT_PM_DEV(b->ptr + off, dm_npages(len), 0);
-	ASSERT_PM_PRESENT(b->ptr + off, dm_npages(len), 0);
-	ASSERT_EQ(DM_THP_PAGES - dm_npages(len), dm_snap_local(fd, b->ptr, DM_THP_PAGES));
-	if (len == DM_THP_SIZE) {
-		DM_STATS(&self->c, 0, st);
-		ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
-	}
-
-	/* It reads as zeroes, the rest as the data. */
-	for (i = 0; i < DM_THP_SIZE; i += DM_PAGE_SIZE) {
-		if (i >= off && i < off + len) {
-			ASSERT_ZERO(b->ptr + i, DM_PAGE_SIZE);
-		} else {
-			ASSERT_EQ(-1, dm_verify_at(b->ptr + i, i, DM_PAGE_SIZE, 60));
-		}
-	}
-	DM_STATS(&self->c, 0, st);
-	/*
-	 * Zeroes come from the zero page, not from the device; the rest comes
-	 * back as base pages, as many per fault as the driver takes.
-	 */
-	if (len < DM_THP_SIZE) {
-		ASSERT_GE(st.cpu_faults, 1);
-		ASSERT_LE(st.cpu_faults, dm_npages(DM_THP_SIZE - len));
-	} else {
-		ASSERT_EQ(0, st.cpu_faults);
-	}
-	ASSERT_EQ(0, st.thp_to_sys);
-	ASSERT_EQ(dm_npages(DM_THP_SIZE - len), st.base_to_sys);
-	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
-	ASSERT_ON_SYS(&self->c, 0, b->ptr, DM_THP_PAGES);
+	assert_pages(_metadata, p, 0, off, SEED);
+	ASSERT_ZERO(p + off, len);
+	assert_pages(_metadata, p, off + len, BUF_SIZE, SEED);
+	faults = cpu_faults(f);
+	ASSERT_LE((long)g.nf, faults);
+	ASSERT_GE((long)(g.nf - 1 + left), faults);
+	assert_back(_metadata, f, p + g.fsize, g.np - g.nr, g.nf - 1, left, 1,
+		    n0);
+	ASSERT_ON_SYS(&f->c, 0, p, g.np);
+	ASSERT_DEV_IDLE(f);
 }
 
-/* ---- exit with device THPs mapped ---- */
-
-DM_FIXTURE(exit);
-
-FIXTURE_VARIANT(exit)
+TEST_F(vma, dontneed_head_half)
 {
-	bool sigkill;
+	dontneed_part(_metadata, self, 0, self->f.fsize / 2);
+}
+
+TEST_F(vma, dontneed_middle_half)
+{
+	dontneed_part(_metadata, self, self->f.fsize / 4, self->f.fsize / 2);
+}
+
+/* All of it: nothing comes back, nothing stays resident. */
+TEST_F(vma, dontneed_whole)
+{
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = DEV_BUF(SEED);
+	struct dm_size_counts n0 = dm_size_count(f->order);
+
+	ASSERT_EQ(0, madvise(b->ptr, BUF_SIZE, MADV_DONTNEED));
+	ASSERT_EQ(0, dm_snap_local(f->c.fd[0], b->ptr, g.np));
+	ASSERT_PM_DEV(b->ptr, g.np, 0);
+	ASSERT_PM_PRESENT(b->ptr, g.np, 0);
+	ASSERT_DEV_IDLE(f);
+	ASSERT_ZERO(b->ptr, BUF_SIZE);
+	ASSERT_EQ(0, cpu_faults(f));
+	ASSERT_EQ(n0.split, dm_size_count(f->order).split);
+}
+
+/* The first page of every folio: each folio comes back split. */
+TEST_F(vma, dontneed_first_page_each)
+{
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = DEV_BUF(SEED);
+	struct dm_size_counts n0 = dm_size_count(f->order);
+	char *p = b->ptr;
+	size_t i;
+
+	for (i = 0; i < g.nf; i++)
+		ASSERT_EQ(0, madvise(p + i * g.fsize, DM_PAGE_SIZE,
+				     MADV_DONTNEED));
+	for (i = 0; i < g.nf; i++) {
+		ASSERT_ZERO(p + i * g.fsize, DM_PAGE_SIZE);
+		ASSERT_EQ(-1, dm_verify_at(p + i * g.fsize + DM_PAGE_SIZE,
+					   i * g.fsize + DM_PAGE_SIZE,
+					   g.fsize - DM_PAGE_SIZE, SEED));
+	}
+	assert_back(_metadata, f, p, g.np, 0, g.np - g.nf, g.nf, n0);
+	ASSERT_DEV_IDLE(f);
+}
+
+/* ---- MADV_FREE ---- */
+
+/* MADV_FREE leaves device-private entries alone: they come back whole. */
+TEST_F(vma, madv_free)
+{
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = DEV_BUF(SEED);
+	struct dm_size_counts n0 = dm_size_count(f->order);
+
+	ASSERT_EQ(0, madvise(b->ptr, BUF_SIZE, MADV_FREE));
+	ASSERT_PM_DEV_PMD(b->ptr, g.np, g.np);
+	ASSERT_EQ((long)g.np, dm_snap_local(f->c.fd[0], b->ptr, g.np));
+	ASSERT_DATA(b->ptr, BUF_SIZE, SEED);
+	assert_back(_metadata, f, b->ptr, g.np, g.nf, 0, 0, n0);
+	ASSERT_DEV_IDLE(f);
+}
+
+/* ---- exit with device folios mapped ---- */
+
+struct exit_arg {
+	struct dm_folio_ctx *f;
+	bool wait;		/* wait to be killed, else exit */
 };
 
-FIXTURE_VARIANT_ADD(exit, exit) { .sigkill = false };
-FIXTURE_VARIANT_ADD(exit, sigkill) { .sigkill = true };
-
-/* The child: 2 device THPs, then exit or wait to be killed. 4: no THP. */
-static int exit_child(int ready)
+/*
+ * The child: folios of the order on the device, then exit without
+ * unmapping or closing anything, or say so and wait to be killed.  Exit
+ * status: 0, or the failing step.
+ */
+static int exit_child(void *p, int c2p, int p2c)
 {
-	struct dmirror_thp_stats st;
+	const struct exit_arg *a = p;
+	struct geo g = geo_of(a->f);
+	struct dmirror_thp_order_stats os;
 	struct dm_buf b;
 	int fd = dm_open(0);
 
-	if (fd < 0 || dm_buf_alloc(&b, 2 * DM_THP_SIZE, RW, DM_THP_ON))
-		return 1;
-	dm_fill(b.ptr, b.size, 70);
-	if (!dm_is_sys_thp(b.ptr, 2))
-		return 4;
-	if (dm_to_dev(fd, b.ptr, dm_npages(b.size), b.mirror, NULL))
-		return 2;
-	if (dm_stats(fd, &st) || st.thp_to_dev != 2 ||
-	    dm_snap_local_pmd(fd, b.ptr, dm_npages(b.size)) != (long)dm_npages(b.size))
-		return 3;
-	if (ready >= 0) {
-		if (pipe_put(ready, 'r'))
-			return 5;
+	(void)p2c;
+	if (fd < 0)
+		return 10;
+	if (dm_buf_alloc(&b, BUF_SIZE, RW, DM_THP_NONE))
+		return 11;
+	dm_fill(b.ptr, BUF_SIZE, SEED);
+	if (pm_count_folios(b.ptr, g.np, g.nr) != (long)g.nf)
+		return 12;
+	if (dm_to_dev(fd, b.ptr, g.np, b.mirror, NULL))
+		return 13;
+	if (dm_order_stats(fd, &os) || os.to_dev[a->f->order] != g.nf)
+		return 14;
+	if (a->wait) {
+		if (pipe_put(c2p, 'r'))
+			return 15;
 		for (;;)
 			pause();
 	}
-	return 0;	/* no munmap, no close */
+	return 0;
 }
 
-TEST_F_TIMEOUT(exit, exit_with_device_thps, 60)
+/*
+ * A process that exits, or is killed, with device folios mapped: the kernel
+ * frees them, nothing comes back, and the pools balance.
+ */
+static void exit_op(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(vma) *self, bool sigkill)
 {
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct exit_arg a = { .f = f, .wait = sigkill };
+	struct dmirror_thp_order_stats os;
 	struct dmirror_thp_stats st;
-	int p[2], status;
-	pid_t pid;
+	struct child ch;
+	int status;
 
-	if (!thp_is_enabled())
-		SKIP(return, "THP disabled");
-	ASSERT_EQ(0, pipe(p));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		close(p[0]);
-		_exit(exit_child(variant->sigkill ? p[1] : -1));
-	}
-	close(p[1]);
-	if (variant->sigkill) {
-		char c = 0;
-
-		if (read(p[0], &c, 1) == 1 && c == 'r') {
-			/* resident while the child lives */
-			DM_STATS(&self->c, 0, st);
-			ASSERT_EQ(2 * DM_THP_PAGES,
-				  st.resident_pages - self->c.base[0].resident_pages);
-			kill(pid, SIGKILL);
-		}
-	}
-	close(p[0]);
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 4)
-		SKIP(return, "the child got no system THPs");
-	if (variant->sigkill) {
+	child_start(_metadata, &ch, exit_child, &a);
+	if (sigkill) {
+		ASSERT_EQ(0, pipe_get(ch.c2p[0], 'r'));
+		/* resident while the child lives */
+		DM_STATS(&f->c, 0, st);
+		ASSERT_EQ(g.np, st.resident_pages - f->c.base[0].resident_pages);
+		ASSERT_EQ(0, kill(ch.pid, SIGKILL));
+		ASSERT_EQ(ch.pid, waitpid(ch.pid, &status, 0));
+		close(ch.c2p[0]);
+		close(ch.p2c[1]);
 		ASSERT_TRUE(WIFSIGNALED(status));
 		ASSERT_EQ(SIGKILL, WTERMSIG(status));
 	} else {
-		ASSERT_TRUE(WIFEXITED(status));
-		ASSERT_EQ(0, WEXITSTATUS(status));
+		child_end(_metadata, &ch);
 	}
-	DM_STATS(&self->c, 0, st);
-	ASSERT_EQ(2, st.thp_to_dev);
+	ASSERT_EQ(0, dm_order_stats(f->c.fd[0], &os));
+	ASSERT_EQ(g.nf, os.to_dev[f->order]);
 	/* Nothing came back: the pages were freed, not migrated. */
-	ASSERT_EQ(0, st.thp_to_sys + st.base_to_sys);
-	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
+	ASSERT_EQ(0, os.to_sys[f->order] + os.to_sys[0]);
+	DM_STATS(&f->c, 0, st);
+	ASSERT_EQ(f->c.base[0].resident_pages, st.resident_pages);
 	ASSERT_TRUE(dm_pool_balanced(&st));
+}
+
+TEST_F_TIMEOUT(vma, exit_with_device_folios, 60) { exit_op(_metadata, self, false); }
+TEST_F_TIMEOUT(vma, sigkill_with_device_folios, 60) { exit_op(_metadata, self, true); }
+
+/* ---- eviction and device removal ---- */
+
+/* Eviction (RELEASE) moves every folio back whole, by pfn. */
+TEST_F(vma, release_evicts_folios_whole)
+{
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = DEV_BUF(SEED);
+	struct dm_size_counts n0 = dm_size_count(f->order);
+
+	ASSERT_EQ(0, dm_release(f->c.fd[0]));
+	assert_back(_metadata, f, b->ptr, g.np, g.nf, 0, 0, n0);
+	ASSERT_EQ(0, cpu_faults(f));
+	ASSERT_DATA(b->ptr, BUF_SIZE, SEED);
+	ASSERT_DEV_IDLE(f);
+}
+
+/* Device removal evicts every folio whole; then a fresh module. */
+TEST_F(vma, unload_evicts_folios_whole)
+{
+	struct dm_folio_ctx *f = &self->f;
+	struct geo g = geo_of(f);
+	struct dm_buf *b = DEV_BUF(SEED);
+	struct dm_size_counts n0 = dm_size_count(f->order);
+	int d;
+
+	for (d = 0; d < DM_NDEVICES; d++) {
+		close(f->c.fd[d]);
+		f->c.fd[d] = -1;
+	}
+	ASSERT_EQ(0, dm_run("rmmod " DM_MODULE_NAME));
+	ASSERT_FALSE(dm_devices_present());
+	ASSERT_PM_PRESENT(b->ptr, g.np, g.np);
+	ASSERT_EQ((long)g.nf, pm_count_folios(b->ptr, g.np, g.nr));
+	ASSERT_EQ(n0.split, dm_size_count(f->order).split);
+	ASSERT_DATA(b->ptr, BUF_SIZE, SEED);
+	ASSERT_EQ(0, dm_run("insmod " DM_MODULE_PATH));
+	ASSERT_TRUE(dm_wait_devices(10));
+	for (d = 0; d < DM_NDEVICES; d++) {
+		f->c.fd[d] = dm_open(d);
+		ASSERT_LE(0, f->c.fd[d]);
+	}
+	dm_ctx_rebase(_metadata, &f->c);
 }
 
 TEST_HARNESS_MAIN
