@@ -1,20 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dmirror-thp selftests: every mm operation a user can aim at a range whose
- * THPs are resident on the device as device-private PMDs.
+ * folios are resident on the device: device-private PMDs, and device mTHPs
+ * that PTEs map.
  *
- * One body (device_thps) runs over a table of operations.  Each starts
- * from two THPs of data migrated to the device and proven to sit there as
- * PMDs, runs the operation, which asserts its own return value and what it
- * observes (move_pages status, mincore, smaps, pagemap bits...), and then
- * the body asserts what the operation must have left:
- *   DEV_PMD     the device-private PMDs, writable as they were
- *   DEV_PMD_RO  the device-private PMDs, now read-only
- *   DEV_SPLIT   device-private PTEs: still on the device, PMDs split
- *   SYS_THP     faulted back whole, as two system THPs
+ * One body (mm_run()) runs over a table: the rows are the folio orders (2,
+ * 4, 8 and the PMD's, read at run time), the columns the operations.  Each starts from two PMDs of
+ * data in folios of the order, migrated to the device and proven to sit
+ * there whole, runs the operation, which asserts its own return value and
+ * what it observes (move_pages status, mincore, smaps, pagemap bits...),
+ * and then the body asserts what the operation must have left:
+ *   DEV_WHOLE     the device folios, writable as they were (PMD-mapped for
+ *                 the PMD order)
+ *   DEV_WHOLE_RO  the device folios, now read-only
+ *   DEV_SPLIT     still on the device, mapped by PTEs (a PMD split)
+ *   SYS_WHOLE     faulted back, every folio whole (a PMD's PMD-mapped)
+ *   SYS_COLLAPSED back, and collapsed into PMD-mapped THPs (an operation
+ *                 whose outcome the kernel chooses sets it in mm_ctx)
  * with three witnesses: the driver's counters, SNAPSHOT (what the device
- * sees) and the kernel's own /proc/vmstat split counters and pagemap.  Then
- * every byte is read back through the CPU.
+ * sees) and the kernel's own /proc/vmstat split counters, pagemap and
+ * kpageflags.  Then every byte is read back through the CPU.
  *
  * A test skips only when the kernel lacks the feature (no second NUMA
  * node, no swap, no userfaultfd...), with that as its reason.
@@ -61,7 +66,7 @@
 #define MADV_POPULATE_WRITE	23
 #endif
 
-enum mm_after { DEV_PMD, DEV_PMD_RO, DEV_SPLIT, SYS_THP };
+enum mm_after { DEV_WHOLE, DEV_WHOLE_RO, DEV_SPLIT, SYS_WHOLE, SYS_COLLAPSED };
 
 enum mm_need {
 	NEED_NODE1	= 1 << 0,
@@ -78,6 +83,10 @@ enum mm_need {
 struct mm_ctx {
 	struct dm_ctx *c;
 	struct dm_buf *b;
+	unsigned int order;	/* of the folios */
+	size_t nr;		/* pages per folio */
+	bool pmd;		/* PMD-sized: device-private PMDs */
+	enum mm_after after;	/* what the operation left: op->after, or its own */
 	pid_t helper;		/* a process started by prepare() */
 	int pipe;		/* its command pipe */
 };
@@ -88,7 +97,7 @@ struct mm_op {
 	void (*prepare)(struct __test_metadata *_metadata, struct mm_ctx *m);
 	void (*run)(struct __test_metadata *_metadata, struct mm_ctx *m);
 	enum mm_after after;
-	long split_pmds;	/* thp_split_pmd, from /proc/vmstat */
+	long split_pmds;	/* thp_split_pmd (PMD order), from /proc/vmstat */
 };
 
 /* ---- features ---- */
@@ -237,12 +246,25 @@ MADV_OP(madv_willneed, MADV_WILLNEED, SIZE)
 MADV_OP(madv_populate_read, MADV_POPULATE_READ, SIZE)
 MADV_OP(madv_populate_write, MADV_POPULATE_WRITE, SIZE)
 
-/* Already huge, but not a present PMD that khugepaged could collapse. */
+/*
+ * Device PMDs are already huge, but not present PMDs that khugepaged could
+ * collapse: EINVAL.  Device mTHPs are PTEs to swap in first: 6.12 refuses
+ * them (EINVAL) and 7.3 swaps them in, a migration back per folio, and
+ * collapses the range into PMD-mapped THPs.  Either, in full.
+ */
 static void op_madv_collapse(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
+	int ret;
+
 	errno = 0;
-	ASSERT_EQ(-1, madvise(m->b->ptr, SIZE, MADV_COLLAPSE));
-	ASSERT_EQ(EINVAL, errno);
+	ret = madvise(m->b->ptr, SIZE, MADV_COLLAPSE);
+	if (m->pmd || ret) {
+		ASSERT_EQ(-1, ret);
+		ASSERT_EQ(EINVAL, errno);
+		return;
+	}
+	TH_LOG("MADV_COLLAPSE brought the device mTHPs back and collapsed them");
+	m->after = SYS_COLLAPSED;
 }
 
 static long read_sys_long(const char *path)
@@ -372,10 +394,13 @@ static void op_mincore(struct __test_metadata *_metadata, struct mm_ctx *m)
 		ASSERT_EQ(1, vec[i] & 1) TH_LOG("page %zu", i);
 }
 
-/* smaps counts the device PMDs as anonymous huge memory of the vma. */
+/*
+ * smaps counts device-private entries in Rss, and device PMDs as anonymous
+ * huge memory of the vma (not device mTHPs, which PTEs map).
+ */
 static void op_smaps(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
-	ASSERT_EQ(SIZE / DM_ONEKB,
+	ASSERT_EQ(m->pmd ? SIZE / DM_ONEKB : 0,
 		  smaps_field_kb("/proc/self/smaps", m->b->ptr, "AnonHugePages"));
 	ASSERT_EQ(SIZE / DM_ONEKB,
 		  smaps_field_kb("/proc/self/smaps", m->b->ptr, "Rss"));
@@ -384,7 +409,8 @@ static void op_smaps(struct __test_metadata *_metadata, struct mm_ctx *m)
 static void op_smaps_rollup(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
 	ASSERT_LE(SIZE / DM_ONEKB,
-		  smaps_field_kb("/proc/self/smaps_rollup", NULL, "AnonHugePages"));
+		  smaps_field_kb("/proc/self/smaps_rollup", NULL,
+				 m->pmd ? "AnonHugePages" : "Rss"));
 }
 
 /* numa_maps reads the range; it has no node to name for device memory. */
@@ -496,21 +522,24 @@ static void op_process_vm_readv(struct __test_metadata *_metadata, struct mm_ctx
 	remote_read(_metadata, m);
 }
 
-/* write() from the range into a pipe: the kernel's copy faults it back. */
+/*
+ * write() of the first page of each folio into a pipe: the kernel's copy
+ * faults each folio back.
+ */
 static void op_pipe_write(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
-	char *got = malloc(2 * DM_PAGE_SIZE);
-	int p[2], i;
+	size_t fsize = m->nr * DM_PAGE_SIZE, off;
+	char *got = malloc(DM_PAGE_SIZE);
+	int p[2];
 
 	ASSERT_NE(NULL, got);
 	ASSERT_EQ(0, pipe(p));
-	for (i = 0; i < NTHP; i++)
-		ASSERT_EQ(DM_PAGE_SIZE, write(p[1], m->b->ptr + i * DM_THP_SIZE,
+	for (off = 0; off < SIZE; off += fsize) {
+		ASSERT_EQ(DM_PAGE_SIZE, write(p[1], m->b->ptr + off,
 					      DM_PAGE_SIZE));
-	ASSERT_EQ(2 * DM_PAGE_SIZE, read(p[0], got, 2 * DM_PAGE_SIZE));
-	ASSERT_EQ(-1, dm_verify_at(got, 0, DM_PAGE_SIZE, SEED));
-	ASSERT_EQ(-1, dm_verify_at(got + DM_PAGE_SIZE, DM_THP_SIZE, DM_PAGE_SIZE,
-				   SEED));
+		ASSERT_EQ(DM_PAGE_SIZE, read(p[0], got, DM_PAGE_SIZE));
+		ASSERT_EQ(-1, dm_verify_at(got, off, DM_PAGE_SIZE, SEED));
+	}
 	close(p[0]);
 	close(p[1]);
 	free(got);
@@ -557,7 +586,10 @@ static void op_numa_balancing(struct __test_metadata *_metadata, struct mm_ctx *
 		TH_LOG("no NUMA balancing scan ran in 3 s");
 }
 
-/* UFFDIO_MOVE out of a device-private PMD: not a present page, ENOENT. */
+/*
+ * UFFDIO_MOVE out of a device-private PMD: not a present page, ENOENT; out
+ * of device-private PTEs, neither a page nor a swap entry to move, EFAULT.
+ */
 static void op_uffd_move(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
@@ -582,8 +614,9 @@ static void op_uffd_move(struct __test_metadata *_metadata, struct mm_ctx *m)
 	mv.len = DM_THP_SIZE;
 	errno = 0;
 	ASSERT_EQ(-1, ioctl(uffd, UFFDIO_MOVE, &mv));
-	ASSERT_EQ(ENOENT, errno);
-	ASSERT_EQ(-ENOENT, mv.move);	/* the error, as UFFDIO_MOVE reports it */
+	ASSERT_EQ(m->pmd ? ENOENT : EFAULT, errno);
+	/* the error, as UFFDIO_MOVE reports it */
+	ASSERT_EQ(m->pmd ? -ENOENT : -EFAULT, mv.move);
 	close(uffd);
 }
 
@@ -664,13 +697,15 @@ static void op_pagemap_scan(struct __test_metadata *_metadata, struct mm_ctx *m)
 }
 
 /*
- * clear_refs soft-dirty: the device PMDs were written, so soft-dirty; the
+ * clear_refs soft-dirty: the device folios were written, so soft-dirty; the
  * bit is cleared, and they are write-protected to catch the next write.
- * A CPU write then brings each THP back and marks it dirty again.
+ * A CPU write then brings each folio back and marks what it wrote dirty
+ * again: a PMD's every page, a folio that PTEs map the written page.
  */
 static void op_clear_refs(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
-	int fd = open("/proc/self/clear_refs", O_WRONLY), i;
+	int fd = open("/proc/self/clear_refs", O_WRONLY);
+	size_t i;
 
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(NPAGES, pm_count(m->b->ptr, NPAGES, PM_SOFT_DIRTY,
@@ -679,13 +714,13 @@ static void op_clear_refs(struct __test_metadata *_metadata, struct mm_ctx *m)
 	close(fd);
 	ASSERT_EQ(0, pm_count(m->b->ptr, NPAGES, PM_SOFT_DIRTY, PM_SOFT_DIRTY));
 	ASSERT_EQ(0, dm_snap_local_write(m->c->fd[0], m->b->ptr, NPAGES));
-	for (i = 0; i < NTHP; i++) {
-		volatile char *p = m->b->ptr + i * DM_THP_SIZE;
+	for (i = 0; i < SIZE; i += m->nr * DM_PAGE_SIZE) {
+		volatile char *p = m->b->ptr + i;
 
 		*p = *p;
 	}
-	ASSERT_EQ(NPAGES, pm_count(m->b->ptr, NPAGES, PM_SOFT_DIRTY,
-				   PM_SOFT_DIRTY));
+	ASSERT_EQ(m->pmd ? NPAGES : NPAGES / m->nr,
+		  pm_count(m->b->ptr, NPAGES, PM_SOFT_DIRTY, PM_SOFT_DIRTY));
 }
 
 /*
@@ -705,7 +740,8 @@ static void op_mremap_soft_dirty(struct __test_metadata *_metadata,
 	close(fd);
 	ASSERT_EQ(0, dm_to_dev(m->c->fd[0], m->b->ptr, NPAGES, m->b->mirror, NULL));
 	ASSERT_EQ(0, dm_stats_reset(m->c->fd[0]));
-	ASSERT_EQ(NPAGES, dm_snap_local_pmd(m->c->fd[0], m->b->ptr, NPAGES));
+	ASSERT_EQ(m->pmd ? NPAGES : 0,
+		  dm_snap_local_pmd(m->c->fd[0], m->b->ptr, NPAGES));
 	ASSERT_EQ(0, pm_count(m->b->ptr, NPAGES, PM_SOFT_DIRTY, PM_SOFT_DIRTY));
 
 	res = mmap(NULL, SIZE + DM_THP_SIZE, PROT_NONE,
@@ -716,131 +752,172 @@ static void op_mremap_soft_dirty(struct __test_metadata *_metadata,
 	ASSERT_EQ(dst, mremap(m->b->ptr, SIZE, SIZE,
 			      MREMAP_MAYMOVE | MREMAP_FIXED, dst));
 	m->b->ptr = dst;
-	ASSERT_EQ(NPAGES, pm_count(m->b->ptr, NPAGES, PM_SOFT_DIRTY,
-				   PM_SOFT_DIRTY));
+	/*
+	 * A device PMD moves as an entry, marked soft-dirty; the folios that
+	 * PTEs map move with their page table, whole (move_normal_pmd()),
+	 * which marks nothing, for any memory.
+	 */
+	ASSERT_EQ(m->pmd ? NPAGES : 0,
+		  pm_count(m->b->ptr, NPAGES, PM_SOFT_DIRTY, PM_SOFT_DIRTY));
 }
 
 /* ---- the table ---- */
 
-FIXTURE(mmop) { struct dm_ctx c; };
-FIXTURE_SETUP(mmop) { dm_ctx_setup(_metadata, &self->c); }
-FIXTURE_TEARDOWN(mmop) { dm_ctx_teardown(_metadata, &self->c); }
+FIXTURE(mmop) { struct dm_folio_ctx f; };
 
-FIXTURE_VARIANT(mmop) { struct mm_op op; };
+/* order 0 stands for the PMD's, which only the running kernel knows */
+FIXTURE_VARIANT(mmop) { unsigned int order; };
+FIXTURE_VARIANT_ADD(mmop, order2) { .order = 2 };
+FIXTURE_VARIANT_ADD(mmop, order4) { .order = 4 };
+FIXTURE_VARIANT_ADD(mmop, order8) { .order = 8 };
+FIXTURE_VARIANT_ADD(mmop, pmd) { .order = 0 };
 
-#define MMOP_VARIANT(name, prep, n, a, s)				\
-	FIXTURE_VARIANT_ADD(mmop, name) {				\
-		.op = { .need = (n), .prepare = (prep), .run = op_##name, \
-			.after = (a), .split_pmds = (s) },		\
-	}
-#define MMOP(name, n, a, s)		MMOP_VARIANT(name, NULL, n, a, s)
-#define MMOP_PREP(name, n, a, s)	MMOP_VARIANT(name, prep_##name, n, a, s)
-
-/* NUMA placement: device memory is on no node, the PMDs stay put. */
-MMOP(mbind_move, NEED_NODE1, DEV_PMD, 0);
-MMOP(mbind_strict, NEED_NODE1, DEV_PMD, 0);
-MMOP(migrate_pages, NEED_NODE1, DEV_PMD, 0);
-MMOP(move_pages_query, 0, DEV_PMD, 0);
-MMOP(move_pages_move, NEED_NODE1, DEV_PMD, 0);
-
-/* Reclaim hints: device memory is not on an LRU, nothing changes. */
-MMOP(madv_free, 0, DEV_PMD, 0);
-MMOP(madv_free_half, 0, DEV_PMD, 0);
-MMOP(madv_cold, 0, DEV_PMD, 0);
-MMOP(madv_pageout, NEED_SWAP, DEV_PMD, 0);
-
-/* Fault-in hints: the populating ones bring the THPs back, whole. */
-MMOP(madv_willneed, 0, DEV_PMD, 0);
-MMOP(madv_collapse, 0, DEV_PMD, 0);
-MMOP(madv_populate_read, 0, SYS_THP, 0);
-MMOP(madv_populate_write, 0, SYS_THP, 0);
-
-/* Merging, fork flags, locking (which populates) and protection. */
-MMOP(ksm, NEED_KSM, DEV_PMD, 0);
-MMOP(dontfork, 0, DEV_PMD, 0);
-MMOP(wipeonfork, 0, DEV_PMD, 0);
-MMOP(mlock, 0, SYS_THP, 0);
-MMOP(mprotect_none, 0, DEV_PMD_RO, 0);
-MMOP(mprotect_part, 0, DEV_SPLIT, 2);
-
-/* Reports: they read the PMDs and change nothing. */
-MMOP(mincore, 0, DEV_PMD, 0);
-MMOP(smaps, 0, DEV_PMD, 0);
-MMOP(smaps_rollup, 0, DEV_PMD, 0);
-MMOP(numa_maps, 0, DEV_PMD, 0);
-MMOP(pagemap, 0, DEV_PMD, 0);
-
-/* Another process, or the kernel, reads the data: it comes back whole. */
-MMOP_PREP(proc_mem, 0, SYS_THP, 0);
-MMOP_PREP(process_vm_readv, 0, SYS_THP, 0);
-MMOP(pipe_write, 0, SYS_THP, 0);
-
-/* What the core does to THPs on its own, and userfaultfd. */
-MMOP(split_debugfs, NEED_SPLIT_DBG, DEV_PMD, 0);
-MMOP(numa_balancing, NEED_NUMA_BAL | NEED_NODE1, DEV_PMD, 0);
-MMOP(uffd_move, NEED_UFFD, DEV_PMD, 0);
-
-/*
- * Write-protection trackers: the PMDs stay, read-only; clear_refs then
- * writes from the CPU, which brings the THPs back whole.
- */
-MMOP(uffd_wp_mprotect, NEED_UFFD_WP, DEV_PMD_RO, 0);
-MMOP(pagemap_scan, NEED_UFFD_WP, DEV_PMD_RO, 0);
-MMOP(clear_refs, NEED_SOFT_DIRTY, SYS_THP, 0);
-MMOP(mremap_soft_dirty, NEED_SOFT_DIRTY, DEV_PMD_RO, 0);
-
-/*
- * Two THPs of data on the device, as PMDs; the operation; then what it
- * must have left, by three witnesses, and every byte through the CPU.
- */
-TEST_F_TIMEOUT(mmop, device_thps, 120)
+FIXTURE_SETUP(mmop)
 {
-	const struct mm_op *op = &variant->op;
+	dm_folio_ctx_setup(_metadata, &self->f,
+			   variant->order ? variant->order : DM_PMD_ORDER);
+}
+
+FIXTURE_TEARDOWN(mmop) { dm_folio_ctx_teardown(_metadata, &self->f); }
+
+/*
+ * Two PMDs of data in folios of the order, on the device; the operation;
+ * then what it must have left, by three witnesses, and every byte through
+ * the CPU.
+ */
+static void mm_run(struct __test_metadata *_metadata, FIXTURE_DATA(mmop) *self,
+		   const struct mm_op *op)
+{
+	struct dm_folio_ctx *f = &self->f;
+	struct mm_ctx m = {
+		.c = &f->c, .order = f->order, .nr = f->nr,
+		.pmd = f->order == DM_PMD_ORDER, .after = op->after,
+	};
+	size_t nf = NPAGES / m.nr;
+	struct dmirror_thp_order_stats os;
 	long split_pmd, split_page;
 	struct dmirror_thp_stats st;
-	struct mm_ctx m = { .c = &self->c };
 	const char *why;
 
 	if (!have_feature(op->need, &why))
 		SKIP(return, "%s", why);
 	if (op->prepare)
 		op->prepare(_metadata, &m);
-	m.b = DM_FILLED_BUF(&self->c, SIZE, true, SEED);
-	DM_MIGRATE_PROVE(&self->c, 0, m.b, true);
-	ASSERT_EQ(NPAGES, dm_snap_local_write(self->c.fd[0], m.b->ptr, NPAGES));
+	m.b = dm_folio_buf(_metadata, f, SIZE, SEED);
+	ASSERT_NE(NULL, m.b);
+	dm_folio_to_dev(_metadata, f, m.b, 0);
+	ASSERT_EQ(NPAGES, dm_snap_local_write(f->c.fd[0], m.b->ptr, NPAGES));
 	split_pmd = vmstat_get("thp_split_pmd");
 	split_page = vmstat_get("thp_split_page");
 	ASSERT_LE(0, split_pmd) TH_LOG("no thp_* in /proc/vmstat (VM_EVENT_COUNTERS)");
 
 	op->run(_metadata, &m);
 
-	DM_STATS(&self->c, 0, st);
+	DM_STATS(&f->c, 0, st);
+	ASSERT_EQ(0, dm_order_stats(f->c.fd[0], &os));
 	dm_stats_print("after the operation", &st);
-	ASSERT_EQ(split_pmd + op->split_pmds, vmstat_get("thp_split_pmd"));
+	ASSERT_EQ(split_pmd + (m.pmd ? op->split_pmds : 0),
+		  vmstat_get("thp_split_pmd"));
 	ASSERT_EQ(split_page, vmstat_get("thp_split_page"));
-	switch (op->after) {
-	case DEV_PMD:
-	case DEV_PMD_RO:
+	switch (m.after) {
+	case DEV_WHOLE:
+	case DEV_WHOLE_RO:
 		ASSERT_EQ(0, st.cpu_faults + st.thp_to_sys + st.base_to_sys);
-		ASSERT_DEV_THP(&self->c, 0, m.b->ptr, NTHP);
-		ASSERT_EQ(op->after == DEV_PMD ? NPAGES : 0,
-			  dm_snap_local_write(self->c.fd[0], m.b->ptr, NPAGES));
+		ASSERT_EQ(NPAGES, dm_snap_local(f->c.fd[0], m.b->ptr, NPAGES));
+		ASSERT_EQ(m.pmd ? NPAGES : 0,
+			  dm_snap_local_pmd(f->c.fd[0], m.b->ptr, NPAGES));
+		ASSERT_PM_DEV_PMD(m.b->ptr, NPAGES, NPAGES);
+		ASSERT_EQ(m.after == DEV_WHOLE ? NPAGES : 0,
+			  dm_snap_local_write(f->c.fd[0], m.b->ptr, NPAGES));
 		break;
 	case DEV_SPLIT:
 		ASSERT_EQ(0, st.cpu_faults + st.thp_to_sys + st.base_to_sys);
-		ASSERT_EQ(NPAGES, dm_snap_local(self->c.fd[0], m.b->ptr, NPAGES));
-		ASSERT_EQ(0, dm_snap_local_pmd(self->c.fd[0], m.b->ptr, NPAGES));
+		ASSERT_EQ(NPAGES, dm_snap_local(f->c.fd[0], m.b->ptr, NPAGES));
+		ASSERT_EQ(0, dm_snap_local_pmd(f->c.fd[0], m.b->ptr, NPAGES));
 		ASSERT_PM_DEV(m.b->ptr, NPAGES, NPAGES);
 		break;
-	case SYS_THP:
-		ASSERT_EQ(NTHP, st.thp_to_sys);
-		ASSERT_EQ(0, st.base_to_sys + st.split_fault);
-		ASSERT_ON_SYS(&self->c, 0, m.b->ptr, NPAGES);
+	case SYS_WHOLE:
+		ASSERT_EQ(nf, os.to_sys[m.order]);
+		ASSERT_EQ(0, os.to_sys[0] + st.split_fault);
+		ASSERT_ON_SYS(&f->c, 0, m.b->ptr, NPAGES);
+		ASSERT_EQ((long)nf, pm_count_folios(m.b->ptr, NPAGES, m.nr));
+		if (m.pmd)
+			ASSERT_TRUE(dm_is_sys_thp(m.b->ptr, NTHP));
+		break;
+	case SYS_COLLAPSED:
+		ASSERT_EQ(nf, os.to_sys[m.order] + os.to_sys[0] / m.nr);
+		ASSERT_ON_SYS(&f->c, 0, m.b->ptr, NPAGES);
 		ASSERT_TRUE(dm_is_sys_thp(m.b->ptr, NTHP));
 		break;
 	}
 	ASSERT_DATA(m.b->ptr, SIZE, SEED);
 }
+
+/* One operation, a test of its own, over the fixture's orders. */
+#define MMOP_TEST(name, prep, n, a, s)					\
+	TEST_F_TIMEOUT(mmop, name, 120)					\
+	{								\
+		static const struct mm_op op = {			\
+			.need = (n), .prepare = (prep), .run = op_##name, \
+			.after = (a), .split_pmds = (s),		\
+		};							\
+		mm_run(_metadata, self, &op);				\
+	}
+#define MMOP(name, n, a, s)		MMOP_TEST(name, NULL, n, a, s)
+#define MMOP_PREP(name, n, a, s)	MMOP_TEST(name, prep_##name, n, a, s)
+
+/* NUMA placement: device memory is on no node, the folios stay put. */
+MMOP(mbind_move, NEED_NODE1, DEV_WHOLE, 0)
+MMOP(mbind_strict, NEED_NODE1, DEV_WHOLE, 0)
+MMOP(migrate_pages, NEED_NODE1, DEV_WHOLE, 0)
+MMOP(move_pages_query, 0, DEV_WHOLE, 0)
+MMOP(move_pages_move, NEED_NODE1, DEV_WHOLE, 0)
+
+/* Reclaim hints: device memory is not on an LRU, nothing changes. */
+MMOP(madv_free, 0, DEV_WHOLE, 0)
+MMOP(madv_free_half, 0, DEV_WHOLE, 0)
+MMOP(madv_cold, 0, DEV_WHOLE, 0)
+MMOP(madv_pageout, NEED_SWAP, DEV_WHOLE, 0)
+
+/* Fault-in hints: the populating ones bring the folios back, whole. */
+MMOP(madv_willneed, 0, DEV_WHOLE, 0)
+MMOP(madv_collapse, 0, DEV_WHOLE, 0)
+MMOP(madv_populate_read, 0, SYS_WHOLE, 0)
+MMOP(madv_populate_write, 0, SYS_WHOLE, 0)
+
+/* Merging, fork flags, locking (which populates) and protection. */
+MMOP(ksm, NEED_KSM, DEV_WHOLE, 0)
+MMOP(dontfork, 0, DEV_WHOLE, 0)
+MMOP(wipeonfork, 0, DEV_WHOLE, 0)
+MMOP(mlock, 0, SYS_WHOLE, 0)
+MMOP(mprotect_none, 0, DEV_WHOLE_RO, 0)
+MMOP(mprotect_part, 0, DEV_SPLIT, 2)
+
+/* Reports: they read the entries and change nothing. */
+MMOP(mincore, 0, DEV_WHOLE, 0)
+MMOP(smaps, 0, DEV_WHOLE, 0)
+MMOP(smaps_rollup, 0, DEV_WHOLE, 0)
+MMOP(numa_maps, 0, DEV_WHOLE, 0)
+MMOP(pagemap, 0, DEV_WHOLE, 0)
+
+/* Another process, or the kernel, reads the data: it comes back whole. */
+MMOP_PREP(proc_mem, 0, SYS_WHOLE, 0)
+MMOP_PREP(process_vm_readv, 0, SYS_WHOLE, 0)
+MMOP(pipe_write, 0, SYS_WHOLE, 0)
+
+/* What the core does to large folios on its own, and userfaultfd. */
+MMOP(split_debugfs, NEED_SPLIT_DBG, DEV_WHOLE, 0)
+MMOP(numa_balancing, NEED_NUMA_BAL | NEED_NODE1, DEV_WHOLE, 0)
+MMOP(uffd_move, NEED_UFFD, DEV_WHOLE, 0)
+
+/*
+ * Write-protection trackers: the entries stay, read-only; clear_refs then
+ * writes from the CPU, which brings the folios back whole.
+ */
+MMOP(uffd_wp_mprotect, NEED_UFFD_WP, DEV_WHOLE_RO, 0)
+MMOP(pagemap_scan, NEED_UFFD_WP, DEV_WHOLE_RO, 0)
+MMOP(clear_refs, NEED_SOFT_DIRTY, SYS_WHOLE, 0)
+MMOP(mremap_soft_dirty, NEED_SOFT_DIRTY, DEV_WHOLE_RO, 0)
 
 /* ---- the THP policy of a hole migrated whole ---- */
 
