@@ -763,22 +763,7 @@ static void op_mremap_soft_dirty(struct __test_metadata *_metadata,
 
 /* ---- the table ---- */
 
-FIXTURE(mmop) { struct dm_folio_ctx f; };
-
-/* order 0 stands for the PMD's, which only the running kernel knows */
-FIXTURE_VARIANT(mmop) { unsigned int order; };
-FIXTURE_VARIANT_ADD(mmop, order2) { .order = 2 };
-FIXTURE_VARIANT_ADD(mmop, order4) { .order = 4 };
-FIXTURE_VARIANT_ADD(mmop, order8) { .order = 8 };
-FIXTURE_VARIANT_ADD(mmop, pmd) { .order = 0 };
-
-FIXTURE_SETUP(mmop)
-{
-	dm_folio_ctx_setup(_metadata, &self->f,
-			   variant->order ? variant->order : DM_PMD_ORDER);
-}
-
-FIXTURE_TEARDOWN(mmop) { dm_folio_ctx_teardown(_metadata, &self->f); }
+DM_FOLIO_FIXTURE(mmop);
 
 /*
  * Two PMDs of data in folios of the order, on the device; the operation;

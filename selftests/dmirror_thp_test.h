@@ -355,6 +355,28 @@ static inline void dm_folio_ctx_teardown(struct __test_metadata *_metadata,
 	dm_ctx_teardown(_metadata, &f->c);
 }
 
+/*
+ * The fixture of a table over folio orders: its rows are the orders 2, 4
+ * and 8 (mTHPs that PTEs map) and the PMD's (order 0 stands for it: only
+ * the running kernel knows it); its columns are the TEST_Fs.
+ */
+#define DM_FOLIO_FIXTURE(name)						\
+	FIXTURE(name) { struct dm_folio_ctx f; };			\
+	FIXTURE_VARIANT(name) { unsigned int order; };			\
+	FIXTURE_VARIANT_ADD(name, order2) { .order = 2 };		\
+	FIXTURE_VARIANT_ADD(name, order4) { .order = 4 };		\
+	FIXTURE_VARIANT_ADD(name, order8) { .order = 8 };		\
+	FIXTURE_VARIANT_ADD(name, pmd) { .order = 0 };			\
+	FIXTURE_SETUP(name)						\
+	{								\
+		dm_folio_ctx_setup(_metadata, &self->f, variant->order ? \
+				   variant->order : DM_PMD_ORDER);	\
+	}								\
+	FIXTURE_TEARDOWN(name)						\
+	{								\
+		dm_folio_ctx_teardown(_metadata, &self->f);		\
+	}
+
 /* What the kernel counted for a size, and its splits. */
 struct dm_size_counts {
 	long fault_alloc, split, split_pmd, split_page;

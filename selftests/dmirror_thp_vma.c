@@ -39,22 +39,7 @@
 #define BUF_SIZE	(NPMD * DM_THP_SIZE)
 #define SEED		23
 
-FIXTURE(vma) { struct dm_folio_ctx f; };
-
-/* order 0 stands for the PMD's, which only the running kernel knows */
-FIXTURE_VARIANT(vma) { unsigned int order; };
-FIXTURE_VARIANT_ADD(vma, order2) { .order = 2 };
-FIXTURE_VARIANT_ADD(vma, order4) { .order = 4 };
-FIXTURE_VARIANT_ADD(vma, order8) { .order = 8 };
-FIXTURE_VARIANT_ADD(vma, pmd) { .order = 0 };
-
-FIXTURE_SETUP(vma)
-{
-	dm_folio_ctx_setup(_metadata, &self->f,
-			   variant->order ? variant->order : DM_PMD_ORDER);
-}
-
-FIXTURE_TEARDOWN(vma) { dm_folio_ctx_teardown(_metadata, &self->f); }
+DM_FOLIO_FIXTURE(vma);
 
 /*
  * What a test knows of its buffer: np pages in nf folios of nr pages
