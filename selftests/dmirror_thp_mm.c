@@ -43,6 +43,8 @@
 
 #include "dmirror_thp_helpers.h"
 #include "dmirror_thp_test.h"
+/* The kernel tree's mm/gup_test.h, through -I tools/testing/selftests/mm */
+#include "../../../../mm/gup_test.h"
 
 #define RW		(PROT_READ | PROT_WRITE)
 #define NTHP		2
@@ -78,6 +80,7 @@ enum mm_need {
 	NEED_PM_SCAN	= 1 << 6,
 	NEED_SPLIT_DBG	= 1 << 7,
 	NEED_NUMA_BAL	= 1 << 8,
+	NEED_GUP_TEST	= 1 << 9,
 };
 
 struct mm_ctx {
@@ -165,6 +168,11 @@ static bool have_feature(unsigned int need, const char **why)
 	if ((need & NEED_SPLIT_DBG) &&
 	    access("/sys/kernel/debug/split_huge_pages", W_OK)) {
 		*why = "no /sys/kernel/debug/split_huge_pages";
+		return false;
+	}
+	if ((need & NEED_GUP_TEST) &&
+	    access("/sys/kernel/debug/gup_test", R_OK | W_OK)) {
+		*why = "no /sys/kernel/debug/gup_test (CONFIG_GUP_TEST)";
 		return false;
 	}
 	if ((need & NEED_NUMA_BAL) &&
@@ -545,6 +553,52 @@ static void op_pipe_write(struct __test_metadata *_metadata, struct mm_ctx *m)
 	free(got);
 }
 
+/*
+ * A long-term pin (gup_test's, as cow.c takes it) faults the folios back
+ * whole and keeps them in system memory: migrating them to the device then
+ * moves nothing, and maps every page back where it was, exclusive and
+ * writable, which a CPU write that the pin sees proves (a page that lost
+ * its exclusive flag would be copied on write, and the pin would not see
+ * the write).
+ */
+static void op_pin_longterm(struct __test_metadata *_metadata, struct mm_ctx *m)
+{
+	struct pin_longterm_test pin = {
+		.addr = (uintptr_t)m->b->ptr, .size = SIZE,
+		.flags = PIN_LONGTERM_TEST_FLAG_USE_WRITE,
+	};
+	struct dmirror_thp_order_stats os0, os;
+	char *got = malloc(SIZE);
+	__u64 to = (uintptr_t)got;
+	int fd, o;
+	size_t i;
+
+	ASSERT_NE(NULL, got);
+	fd = open("/sys/kernel/debug/gup_test", O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioctl(fd, PIN_LONGTERM_TEST_START, &pin));
+	ASSERT_EQ(0, dm_order_stats(m->c->fd[0], &os0));
+
+	ASSERT_EQ(0, dm_to_dev(m->c->fd[0], m->b->ptr, NPAGES, m->b->mirror,
+			       NULL));
+	ASSERT_EQ(0, dm_order_stats(m->c->fd[0], &os));
+	for (o = 0; o < DMIRROR_THP_NR_ORDERS; o++)
+		ASSERT_EQ(os0.to_dev[o], os.to_dev[o]) TH_LOG("order %d", o);
+	ASSERT_EQ(NPAGES, pm_count_present(m->b->ptr, NPAGES));
+	ASSERT_EQ(0, memcmp(m->b->mirror, m->b->ptr, SIZE));
+
+	for (i = 0; i < NPAGES; i++)
+		m->b->ptr[i * DM_PAGE_SIZE] ^= 0xff;
+	ASSERT_EQ(0, ioctl(fd, PIN_LONGTERM_TEST_READ, &to));
+	ASSERT_EQ(0, memcmp(got, m->b->ptr, SIZE));
+	for (i = 0; i < NPAGES; i++)
+		m->b->ptr[i * DM_PAGE_SIZE] ^= 0xff;
+
+	ASSERT_EQ(0, ioctl(fd, PIN_LONGTERM_TEST_STOP));
+	close(fd);
+	free(got);
+}
+
 /* The THP split debugfs file walks the range and splits nothing here. */
 static void op_split_debugfs(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
@@ -889,6 +943,7 @@ MMOP(pagemap, 0, DEV_WHOLE, 0)
 MMOP_PREP(proc_mem, 0, SYS_WHOLE, 0)
 MMOP_PREP(process_vm_readv, 0, SYS_WHOLE, 0)
 MMOP(pipe_write, 0, SYS_WHOLE, 0)
+MMOP(pin_longterm, NEED_GUP_TEST, SYS_WHOLE, 0)
 
 /* What the core does to large folios on its own, and userfaultfd. */
 MMOP(split_debugfs, NEED_SPLIT_DBG, DEV_WHOLE, 0)
