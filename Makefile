@@ -88,7 +88,7 @@ bench-compare: initramfs ## the bench on every kernel, with its test_hmm, side b
 SOAK_SECONDS ?= 600
 soak: KERNELS = $(KERNEL)
 soak: initramfs ## randomized soak: stress + fuzzer + stress-ng + trinity (SOAK_SECONDS, SEED)
-	@TIMEOUT=$$(($(SOAK_SECONDS) + 900)) APPEND="dm_SOAK_SECONDS=$(SOAK_SECONDS) $(if $(SEED),dm_SEED=$(SEED))" \
+	@TIMEOUT=$$(($(SOAK_SECONDS) + 1200)) APPEND="dm_SOAK_SECONDS=$(SOAK_SECONDS) $(if $(SEED),dm_SEED=$(SEED))" \
 		vm/check.sh soak
 
 # One THP round trip under the dmirror_thp trace events: trace.txt.

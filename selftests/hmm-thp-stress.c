@@ -24,8 +24,8 @@
  * Output is TAP: one test line per worker and a summary with the
  * operation counts, the bytes verified and any mismatch.
  *
- * hmm-thp-stress [-t threads] [-s seconds] [-S seed] [-r regions] [-d dev] [-T]
- *                [-m] [-p] [-P]
+ * hmm-thp-stress [-t threads] [-s seconds] [-g grace] [-S seed] [-r regions]
+ *                [-d dev] [-T] [-m] [-p] [-P]
  *
  * -p makes each worker a process of its own rather than a thread.
  *
@@ -43,7 +43,8 @@
  *
  * A run fails for a mismatch, an undocumented errno, a worker that could not
  * start (its thread, its file or its buffer), a worker that is still
- * inside an operation 30 s after the end (its kernel stack is printed), a
+ * inside an operation -g seconds (30) after the end (its kernel stack is
+ * printed: a debug kernel under reclaim wants more than a normal one), a
  * worker that did fewer than a tenth of the median worker's operations,
  * and device READs that failed for memory while no fault was injected
  * (/proc/self/make-it-fail): each such READ is a verification not done.
@@ -1047,7 +1048,7 @@ static int print_counters(int fd, const struct dmirror_thp_stats *before,
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-t threads] [-s seconds] [-S seed] [-r regions] [-d device] [-T] [-m] [-p] [-P]\n",
+		"usage: %s [-t threads] [-s seconds] [-g grace] [-S seed] [-r regions] [-d device] [-T] [-m] [-p] [-P]\n",
 		prog);
 	exit(2);
 }
@@ -1141,10 +1142,13 @@ static void print_stack(pid_t tid)
 	fclose(f);
 }
 
-/* Wait for the workers to end: at most 30 s after stop. */
-static void join_workers(struct worker *workers, int n)
+/*
+ * Wait for the workers to end: at most @grace s after stop.  A worker
+ * still in its last operation then is reported with its kernel stack.
+ */
+static void join_workers(struct worker *workers, int n, int grace)
 {
-	double end = dm_now() + 30;
+	double end = dm_now() + grace;
 	int i;
 
 	for (i = 0; i < n; i++) {
@@ -1238,19 +1242,22 @@ int main(int argc, char **argv)
 	struct dmirror_thp_stats before;
 	struct mthp_policy policy;
 	struct worker *workers;
-	int opt, i, j, fd, failed = 0, ntest;
+	int opt, i, j, fd, failed = 0, ntest, grace = 30;
 	uint64_t floor;
 	bool injected = faults_injected();
 	char why[256];
 
 	seed = time(NULL);
-	while ((opt = getopt(argc, argv, "t:s:S:r:d:TmpPh")) != -1) {
+	while ((opt = getopt(argc, argv, "t:s:g:S:r:d:TmpPh")) != -1) {
 		switch (opt) {
 		case 't':
 			nr_threads = atoi(optarg);
 			break;
 		case 's':
 			seconds = atoi(optarg);
+			break;
+		case 'g':
+			grace = atoi(optarg);
 			break;
 		case 'S':
 			seed = strtoull(optarg, NULL, 0);
@@ -1277,7 +1284,7 @@ int main(int argc, char **argv)
 			usage(argv[0]);
 		}
 	}
-	if (nr_threads < 1 || nr_threads > 64 || seconds < 1 ||
+	if (nr_threads < 1 || nr_threads > 64 || seconds < 1 || grace < 1 ||
 	    nr_regions < 1 || nr_regions > MAX_REGIONS)
 		usage(argv[0]);
 
@@ -1331,7 +1338,7 @@ int main(int argc, char **argv)
 	}
 	sleep(seconds);
 	*stop = 1;
-	join_workers(workers, nr_threads);
+	join_workers(workers, nr_threads, grace);
 	floor = ops_floor(workers, nr_threads);
 	for (i = 0; i < nr_threads; i++) {
 		struct worker *w = &workers[i];

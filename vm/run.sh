@@ -61,7 +61,7 @@ pick_accel()
 
 accel=$(pick_accel)
 # What the guest's reports name: the accelerator, the kernel, the series.
-KMETA="dm_ACCEL=$accel dm_KERNEL=$KERNEL dm_SERIES=$(cat "$KSRC/.dmirror-series" 2>/dev/null || echo unknown)"
+KMETA="dm_ACCEL=$accel dm_KERNEL=$KERNEL dm_FLAVOR=$FLAVOR dm_SERIES=$(cat "$KSRC/.dmirror-series" 2>/dev/null || echo unknown)"
 if [ "$PLAN" = --shell ]; then
 	progress "interactive $KERNEL guest ($accel, $SMP vCPU, $MEM); host folder $TOP at /host"
 	mkdir -p "$LOGDIR"
