@@ -53,7 +53,6 @@ static int dmirror_fops_open(struct inode *inode, struct file *filp)
 	dmirror->mdevice = mdevice;
 	mutex_init(&dmirror->mutex);
 	xa_init(&dmirror->pt);
-	xa_init(&dmirror->pmd_pt);
 
 	/* Mirror the opener's address space, and only that. */
 	ret = mmu_interval_notifier_insert(&dmirror->notifier, current->mm, 0,
@@ -84,7 +83,6 @@ static int dmirror_fops_release(struct inode *inode, struct file *filp)
 	list_del(&dmirror->link);
 	spin_unlock(&mdevice->files_lock);
 	mmu_interval_notifier_remove(&dmirror->notifier);
-	xa_destroy(&dmirror->pmd_pt);
 	xa_destroy(&dmirror->pt);
 	kfree(dmirror);
 	return 0;

@@ -32,7 +32,8 @@
  *       dmirror_device.lock (spinlock, IRQ-safe): the pools, the per-chunk
  *       bitmaps and counts, and the published chunk array.  Held only for
  *       bitmap work; nothing sleeps or allocates under it.
- *   dmirror.mutex: the mirror page table (both xarrays).  Taken by the mmu
+ *   dmirror.mutex: the mirror page table (its xarray, whose xa_lock nests
+ *   inside for the stores and the erase of a range).  Taken by the mmu
  *   interval notifier, so nothing that can trigger an invalidation of the
  *   mirrored mm (page faults, reclaim: GFP_KERNEL allocations) may run under
  *   it; page table stores use GFP_ATOMIC.
@@ -167,20 +168,18 @@ struct dmirror_device {
  * struct dmirror - the mirror of one process (one open file)
  * @mdevice:  the device
  * @notifier: interval notifier over the whole address space of @notifier.mm
- * @mutex:    protects @pt and @pmd_pt
- * @pt:       per-page entries, keyed by virtual pfn: tagged struct page *
- * @pmd_pt:   PMD-level entries, keyed by virtual pfn >> HPAGE_PMD_ORDER: the
- *            tagged head page of a PMD-mapped folio.  A per-page entry in
- *            @pt takes precedence over the PMD entry that covers it.
+ * @mutex:    protects @pt
+ * @pt:       the mirror page table, keyed by virtual pfn: multi-index
+ *            entries, each a tagged struct page * that maps an aligned
+ *            run of 1 << order pages (see mirror.c)
  * @link:     in dmirror_device.files
  * @flags:    HMM_DMIRROR_FLAG_* of this file (DMIRROR_FLAG_*_BIT)
  */
 struct dmirror {
 	struct dmirror_device		*mdevice;
 	struct mmu_interval_notifier	notifier;
-	struct mutex			mutex;	/* @pt, @pmd_pt */
+	struct mutex			mutex;	/* @pt */
 	struct xarray			pt;
-	struct xarray			pmd_pt;
 	struct list_head		link;
 	unsigned long			flags;
 };

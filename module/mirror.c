@@ -4,12 +4,18 @@
  * use it (READ, WRITE, EXCLUSIVE, CHECK_EXCLUSIVE and the read-back after
  * MIGRATE_TO_DEV; SNAPSHOT is in snapshot.c).
  *
- * The page table is two xarrays: dmirror->pt holds one tagged struct page *
- * per virtual pfn, dmirror->pmd_pt one tagged head page per PMD-mapped block
- * (keyed by virtual pfn >> HPAGE_PMD_ORDER).  A per-page entry shadows the
- * PMD entry that covers it.  The table holds no page references: the mmu
- * interval notifier erases every entry of a range before the CPU page table
- * of that range changes, migrations of this device's own pages included.
+ * The page table is one xarray, dmirror->pt, keyed by virtual pfn.  An
+ * entry maps an aligned run of 1 << order pages, as a device's large PTE
+ * does: a multi-index entry of that order holding the tagged struct page *
+ * of the run's first page; the page of a vpfn in the run is that page plus
+ * the vpfn's offset.  A folio gets one entry when hmm_range_fault() found
+ * all of it mapped in order, with the same permissions, at an address
+ * aligned to its size (a THP by its PMD and an mTHP by its PTEs alike), so
+ * that an invalidation erases it at once; any other page gets an entry of
+ * its own.  Entries never overlap.  The table holds no page references: the
+ * mmu interval notifier erases every entry of a range before the CPU page
+ * table of that range changes, migrations of this device's own pages
+ * included, and an entry that reaches out of the range with it.
  * Device pages are read and written through their backing store.
  * hmm_range_fault() never faults this device's own pages, so a device write
  * to a read-only one (COW after fork) first migrates its window back to
@@ -21,7 +27,7 @@
  * a PMD-sized bounce buffer first, then into the pages under the mutex, so
  * that it cannot race with a migration of the pages it writes.
  *
- * Locking: dmirror->mutex protects both xarrays.  The notifier takes it, so
+ * Locking: dmirror->mutex protects the xarray.  The notifier takes it, so
  * nothing under it may fault on user memory or allocate with reclaim; stores
  * use GFP_ATOMIC.  hmm_range_fault() and make_device_exclusive() run under
  * the mmap read lock only; the notifier sequence is checked under
@@ -46,70 +52,90 @@
  */
 #define DMIRROR_COW_RETRIES	3
 
-/* Caller holds dmirror->mutex. */
-static struct page *dmirror_pt_lookup(struct dmirror *dmirror,
-				      unsigned long vpfn, unsigned long *tag)
+/* The entry that maps @vpfn, and its order; caller holds dmirror->mutex. */
+static void *dmirror_pt_load(struct dmirror *dmirror, unsigned long vpfn,
+			     unsigned int *order)
 {
+	XA_STATE(xas, &dmirror->pt, vpfn);
 	void *entry;
 
 	lockdep_assert_held(&dmirror->mutex);
-	entry = xa_load(&dmirror->pt, vpfn);
-
-	if (entry) {
-		*tag = xa_pointer_tag(entry);
-		return xa_untag_pointer(entry);
-	}
-	entry = xa_load(&dmirror->pmd_pt, vpfn >> HPAGE_PMD_ORDER);
-	if (!entry)
-		return NULL;
-	*tag = xa_pointer_tag(entry);
-	return (struct page *)xa_untag_pointer(entry) +
-	       (vpfn & (HPAGE_PMD_NR - 1));
+	rcu_read_lock();
+	entry = xas_load(&xas);
+	*order = entry ? xas_get_order(&xas) : 0;
+	rcu_read_unlock();
+	return entry;
 }
 
 /*
- * dmirror_pt_store() - record a mapping in the mirror page table
- * @dmirror: the mirror; caller holds dmirror->mutex
- * @vpfn:    virtual pfn (PMD aligned if @pmd)
- * @page:    the page (the head page if @pmd)
- * @tag:     DPT_XA_TAG_*
- * @pmd:     record one PMD-level entry for the HPAGE_PMD_NR pages at @vpfn
- *
- * Return: 0, or -ENOMEM if the xarray could not allocate.
+ * The page that the mirror maps at @vpfn, with its entry's tag; *@nr is the
+ * number of pages from @vpfn on that the entry maps (the next pages, at the
+ * next vpfns).  Caller holds dmirror->mutex.
  */
-static int dmirror_pt_store(struct dmirror *dmirror, unsigned long vpfn,
-			    struct page *page, unsigned long tag, bool pmd)
+static struct page *dmirror_pt_lookup(struct dmirror *dmirror,
+				      unsigned long vpfn, unsigned long *tag,
+				      unsigned long *nr)
 {
-	void *entry = xa_tag_pointer(page, tag);
-	unsigned long idx;
-	void *old;
+	unsigned int order;
+	void *entry = dmirror_pt_load(dmirror, vpfn, &order);
+	unsigned long off;
 
-	lockdep_assert_held(&dmirror->mutex);
-
-	if (!pmd)
-		return xa_err(xa_store(&dmirror->pt, vpfn, entry, GFP_ATOMIC));
-
-	/* Per-page entries of the block would shadow the new PMD entry. */
-	xa_for_each_range(&dmirror->pt, idx, old, vpfn, vpfn + HPAGE_PMD_NR - 1)
-		xa_erase(&dmirror->pt, idx);
-	return xa_err(xa_store(&dmirror->pmd_pt, vpfn >> HPAGE_PMD_ORDER,
-			       entry, GFP_ATOMIC));
+	if (!entry)
+		return NULL;
+	off = vpfn & ((1UL << order) - 1);
+	*tag = xa_pointer_tag(entry);
+	*nr = (1UL << order) - off;
+	return (struct page *)xa_untag_pointer(entry) + off;
 }
 
-/* Erase [start, end); caller holds dmirror->mutex. */
+/**
+ * dmirror_pt_store() - record a mapping in the mirror page table
+ * @dmirror: the mirror; caller holds dmirror->mutex
+ * @vpfn:    virtual pfn of the first page, aligned to 1 << @order
+ * @page:    the page at @vpfn; the pages that follow it map the next vpfns
+ * @tag:     DPT_XA_TAG_*
+ * @order:   0, or the order of the folio that @page starts, mapped whole
+ *
+ * The new entry replaces whatever it overlaps.
+ *
+ * Return: 0, -EINVAL if @vpfn is not aligned, or -ENOMEM if the xarray
+ * could not allocate.
+ */
+static int dmirror_pt_store(struct dmirror *dmirror, unsigned long vpfn,
+			    struct page *page, unsigned long tag,
+			    unsigned int order)
+{
+	void *entry = xa_tag_pointer(page, tag);
+	unsigned int old_order;
+
+	lockdep_assert_held(&dmirror->mutex);
+	if (WARN_ON_ONCE(!IS_ALIGNED(vpfn, 1UL << order)))
+		return -EINVAL;
+	/* A store into a larger entry would change all of that entry. */
+	if (dmirror_pt_load(dmirror, vpfn, &old_order) && old_order > order)
+		xa_erase(&dmirror->pt, vpfn);
+	if (!order)
+		return xa_err(xa_store(&dmirror->pt, vpfn, entry, GFP_ATOMIC));
+	return xa_err(xa_store_range(&dmirror->pt, vpfn,
+				     vpfn + (1UL << order) - 1, entry,
+				     GFP_ATOMIC));
+}
+
+/*
+ * Erase the entries that map any of [start, end), each at once, whatever it
+ * maps beyond the range too; caller holds dmirror->mutex.
+ */
 static void dmirror_pt_zap(struct dmirror *dmirror, unsigned long start,
 			   unsigned long end)
 {
-	unsigned long idx;
+	XA_STATE(xas, &dmirror->pt, start >> PAGE_SHIFT);
 	void *entry;
 
 	lockdep_assert_held(&dmirror->mutex);
-	xa_for_each_range(&dmirror->pt, idx, entry, start >> PAGE_SHIFT,
-			  (end - 1) >> PAGE_SHIFT)
-		xa_erase(&dmirror->pt, idx);
-	xa_for_each_range(&dmirror->pmd_pt, idx, entry, start >> PMD_SHIFT,
-			  (end - 1) >> PMD_SHIFT)
-		xa_erase(&dmirror->pmd_pt, idx);
+	xas_lock(&xas);
+	xas_for_each(&xas, entry, (end - 1) >> PAGE_SHIFT)
+		xas_store(&xas, NULL);
+	xas_unlock(&xas);
 }
 
 static bool dmirror_interval_invalidate(struct mmu_interval_notifier *mni,
@@ -164,37 +190,29 @@ static int dmirror_get_pages(struct dmirror *dmirror, unsigned long start,
 			     unsigned long end, struct dmirror_page_ref *refs,
 			     unsigned long *got)
 {
-	unsigned long vpfn = start >> PAGE_SHIFT, last = (end >> PAGE_SHIFT) - 1;
-	struct page *head = NULL, *page;
+	unsigned long vpfn = start >> PAGE_SHIFT, last = end >> PAGE_SHIFT;
 	struct folio *held = NULL;
-	unsigned long idx = vpfn, tag;
+	unsigned long tag, nr;
+	struct page *page;
 
 	lockdep_assert_held(&dmirror->mutex);
-	/* No per-page entry in the window: its PMD entry, if any, maps it. */
-	if (!xa_find(&dmirror->pt, &idx, last, XA_PRESENT)) {
-		void *entry = xa_load(&dmirror->pmd_pt, vpfn >> HPAGE_PMD_ORDER);
-
-		if (!entry)
+	while (vpfn < last) {
+		page = dmirror_pt_lookup(dmirror, vpfn, &tag, &nr);
+		if (!page)
 			return -ENOENT;
-		head = xa_untag_pointer(entry);
-	}
-	for (; vpfn <= last; vpfn++) {
-		struct page *data;
+		for (nr = min(nr, last - vpfn); nr; nr--, vpfn++, page++) {
+			struct page *data = dmirror_data_page(dmirror, page);
 
-		if (head)
-			page = head + (vpfn & (HPAGE_PMD_NR - 1));
-		else
-			page = dmirror_pt_lookup(dmirror, vpfn, &tag);
-		data = page ? dmirror_data_page(dmirror, page) : NULL;
-		if (!data)
-			return -ENOENT;
-		refs[*got].ref = NULL;
-		if (page_folio(page) != held) {
-			held = page_folio(page);
-			folio_get(held);
-			refs[*got].ref = held;
+			if (!data)
+				return -ENOENT;
+			refs[*got].ref = NULL;
+			if (page_folio(page) != held) {
+				held = page_folio(page);
+				folio_get(held);
+				refs[*got].ref = held;
+			}
+			refs[(*got)++].data = data;
 		}
-		refs[(*got)++].data = data;
 	}
 	return 0;
 }
@@ -207,32 +225,63 @@ static int dmirror_put_data(struct dmirror *dmirror, unsigned long start,
 			    unsigned long end, const void *src,
 			    unsigned long *done)
 {
-	unsigned long vpfn, tag;
+	unsigned long vpfn = start >> PAGE_SHIFT, last = end >> PAGE_SHIFT;
+	unsigned long tag, nr;
+	struct page *page;
 
 	lockdep_assert_held(&dmirror->mutex);
-	for (vpfn = start >> PAGE_SHIFT; vpfn < (end >> PAGE_SHIFT); vpfn++) {
-		struct page *page = dmirror_pt_lookup(dmirror, vpfn, &tag);
-		struct page *data = NULL;
-
-		if (page && tag == DPT_XA_TAG_WRITE)
-			data = dmirror_data_page(dmirror, page);
-		if (!data)
+	while (vpfn < last) {
+		page = dmirror_pt_lookup(dmirror, vpfn, &tag, &nr);
+		if (!page || tag != DPT_XA_TAG_WRITE)
 			return -ENOENT;
-		memcpy_to_page(data, 0, src, PAGE_SIZE);
-		/*
-		 * A system page: its PTE may be writable and clean (a read
-		 * fault maps an exclusive swap-cache folio so), and reclaim
-		 * frees a clean folio for its swap copy, this write with it.
-		 * No folio lock: reclaim holds it while it waits for
-		 * dmirror->mutex in the invalidation; the mirror entry keeps
-		 * the folio mapped until then.
-		 */
-		if (data == page)
-			folio_mark_dirty(page_folio(page));
-		src += PAGE_SIZE;
-		(*done)++;
+		for (nr = min(nr, last - vpfn); nr; nr--, vpfn++, page++) {
+			struct page *data = dmirror_data_page(dmirror, page);
+
+			if (!data)
+				return -ENOENT;
+			memcpy_to_page(data, 0, src, PAGE_SIZE);
+			/*
+			 * A system page: its PTE may be writable and clean
+			 * (a read fault maps an exclusive swap-cache folio
+			 * so), and reclaim frees a clean folio for its swap
+			 * copy, this write with it.  No folio lock: reclaim
+			 * holds it while it waits for dmirror->mutex in the
+			 * invalidation; the mirror entry keeps the folio
+			 * mapped until then.
+			 */
+			if (data == page)
+				folio_mark_dirty(page_folio(page));
+			src += PAGE_SIZE;
+			(*done)++;
+		}
 	}
 	return 0;
+}
+
+/*
+ * The order of the entry for what @hpfns[0, n) map from @vpfn on: the
+ * order of the folio they start if they map all of it, in order, with the
+ * same permissions, and @vpfn is aligned to its size; else 0.  Caller
+ * holds dmirror->mutex with the range's notifier sequence checked, so the
+ * folios stay mapped.
+ */
+static unsigned int dmirror_run_order(struct dmirror *dmirror,
+				      const unsigned long *hpfns,
+				      unsigned long n, unsigned long vpfn)
+{
+	struct page *page = hmm_pfn_to_page(hpfns[0]);
+	struct folio *folio = page_folio(page);
+	unsigned long i, nr = folio_nr_pages(folio);
+
+	lockdep_assert_held(&dmirror->mutex);
+	if (nr == 1 || nr > n || !IS_ALIGNED(vpfn, nr) ||
+	    folio_page(folio, 0) != page)
+		return 0;
+	/* The pfn is in the low bits: the flags must be the same. */
+	for (i = 1; i < nr; i++)
+		if (hpfns[i] != hpfns[0] + i)
+			return 0;
+	return folio_order(folio);
 }
 
 /*
@@ -246,13 +295,13 @@ static int dmirror_do_fault(struct dmirror *dmirror, struct hmm_range *range)
 	bool fault = range->default_flags & HMM_PFN_REQ_FAULT;
 	bool write = range->default_flags & HMM_PFN_REQ_WRITE;
 	unsigned long i, step;
+	unsigned int order;
 	int ret;
 
 	lockdep_assert_held(&dmirror->mutex);
 	for (i = 0; i < n; i += step, vpfn += step) {
 		unsigned long hpfn = range->hmm_pfns[i];
 		unsigned long tag = DPT_XA_TAG_READ;
-		bool pmd;
 
 		step = 1;
 		if (!(hpfn & HMM_PFN_VALID) || (hpfn & HMM_PFN_ERROR)) {
@@ -272,11 +321,11 @@ static int dmirror_do_fault(struct dmirror *dmirror, struct hmm_range *range)
 						     hmm_pfn_to_page(hpfn)) ?
 			       -EAGAIN : -EFAULT;
 
-		pmd = hmm_pfn_to_map_order(hpfn) == HPAGE_PMD_ORDER &&
-		      IS_ALIGNED(vpfn, HPAGE_PMD_NR) && i + HPAGE_PMD_NR <= n;
-		step = pmd ? HPAGE_PMD_NR : 1;
+		order = dmirror_run_order(dmirror, range->hmm_pfns + i, n - i,
+					  vpfn);
+		step = 1UL << order;
 		ret = dmirror_pt_store(dmirror, vpfn, hmm_pfn_to_page(hpfn),
-				       tag, pmd);
+				       tag, order);
 		if (ret)
 			return ret;
 	}
@@ -705,7 +754,7 @@ int dmirror_exclusive(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
 		}
 		mutex_lock(&dmirror->mutex);
 		ret = dmirror_pt_store(dmirror, addr >> PAGE_SHIFT, page,
-				       DPT_XA_TAG_ATOMIC, false);
+				       DPT_XA_TAG_ATOMIC, 0);
 		mutex_unlock(&dmirror->mutex);
 		folio_unlock(folio);
 		folio_put(folio);
