@@ -77,9 +77,13 @@ bench: initramfs ## THP, mTHP and 4K migration bench and its report (BENCH_SIZES
 	@vm/bench-report.sh
 
 # Like for like: the same bench, guest and sizes on every kernel (KERNEL=
-# for fewer), each kernel's own test_hmm.ko first, then one table.
-bench-compare: initramfs ## the bench on every kernel, with its test_hmm, side by side
-	@MEM=$${MEM:-4G} APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) dm_BASELINE=stock" \
+# for fewer), each kernel's own test_hmm.ko first, then one table.  Each
+# kernel boots BENCH_PASSES times, the kernels in turns, so that a slow
+# spell of the host falls on all of them (vm/check.sh's PASSES).
+BENCH_PASSES ?= 3
+bench-compare: initramfs ## the bench on every kernel, with its test_hmm, side by side (BENCH_PASSES)
+	@MEM=$${MEM:-4G} PASSES=$(BENCH_PASSES) \
+		APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) dm_BASELINE=stock" \
 		vm/check.sh bench $(KERNELS)
 	@vm/bench-report.sh --compare
 

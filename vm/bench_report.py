@@ -7,14 +7,23 @@ bench_report.py KERNEL_DIR        one kernel's bench (KERNEL_DIR/bench.json,
 bench_report.py --compare RUN_DIR the kernels of one run side by side
                                   (RUN_DIR/kernels, RUN_DIR/<kernel>/...)
 
+A run of several passes (vm/check.sh's PASSES: each kernel booted once per
+pass, the kernels in turns) leaves bench-N.json and stock-N.json instead:
+a kernel's report pools the rounds of every pass, and the comparison
+judges each kernel against pristine 7.3 by the median of its passes'
+ratios, each pass's kernels having run next to each other.
+
 The one reader of the bench's JSON (selftests/dmirror_thp_bench.c, version
 2: every round's time, every 2 MB region's fault latency, the phases, the
 copy ceiling and the kpageflags witness).  The bench measures; this judges:
 every target is here, printed "met" or "missed" with its figure.  Writes
 report.txt, bench.csv and the plots (PNG, with gnuplot) next to the JSON.
 """
+import copy
+import glob
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -39,6 +48,57 @@ def load(path):
     if doc.get("version") != 2:
         sys.exit("dmirror-thp: error: %s is not a version 2 bench JSON" % path)
     return doc
+
+
+def merge_rounds(a, b):
+    """Add the rounds of one buffer of another pass, b, to a."""
+    for k in ("to_dev_s", "to_sys_s", "fault_s", "lat_2m_us"):
+        a[k] = a[k] + b[k]
+    for k in ("rounds", "remade"):
+        a[k] += b[k]
+    for k in a["whole"]:
+        a["whole"][k] += b["whole"][k]
+    for p, phases in a.get("phases_ns", {}).items():
+        for ph in phases:
+            phases[ph] += b["phases_ns"][p][ph]
+
+
+def merge(docs):
+    """The passes of one kernel's bench as one document."""
+    m = copy.deepcopy(docs[0])
+    for d in docs[1:]:
+        if ([s["size_mb"] for s in d["sizes"]] != [s["size_mb"] for s in m["sizes"]] or
+                [o["order"] for o in d.get("orders", [])] !=
+                [o["order"] for o in m.get("orders", [])]):
+            sys.exit("dmirror-thp: error: the passes of one bench measured different buffers")
+        m["iters"] += d["iters"]
+        m["rounds_redone"] = m.get("rounds_redone", 0) + d.get("rounds_redone", 0)
+        for sa, sb in zip(m["sizes"], d["sizes"]):
+            ca, cb = sa.get("ceiling_us_per_2mb"), sb.get("ceiling_us_per_2mb")
+            if ca and cb:
+                for k in ca:
+                    ca[k] = ca[k] + cb[k]
+            for mode, r in sa["modes"].items():
+                merge_rounds(r, sb["modes"][mode])
+        for oa, ob in zip(m.get("orders", []), d.get("orders", [])):
+            merge_rounds(oa, ob)
+    m["passes"] = len(docs)
+    return m
+
+
+def load_passes(kdir, name):
+    """NAME.json of KERNEL_DIR, or its passes NAME-1.json, NAME-2.json...
+    merged: (the document, [each pass's document]); (None, []) if none."""
+    one = load(os.path.join(kdir, name + ".json"))
+    if one:
+        return one, [one]
+    found = {}
+    for path in glob.glob(os.path.join(kdir, name + "-*.json")):
+        m = re.fullmatch(re.escape(name) + r"-(\d+)\.json", os.path.basename(path))
+        if m:
+            found[int(m.group(1))] = load(path)
+    docs = [found[n] for n in sorted(found)]
+    return (merge(docs), docs) if docs else (None, [])
 
 
 def summary(v):
@@ -167,17 +227,19 @@ def order_targets(t, orders):
 
 
 def report_one(kdir, out, plots=True):
-    bench = load(os.path.join(kdir, "bench.json"))
+    bench = load_passes(kdir, "bench")[0]
     if not bench:
         sys.exit("dmirror-thp: error: no bench.json in %s (did the bench run finish?)" % kdir)
-    stock = load(os.path.join(kdir, "stock.json"))
+    stock = load_passes(kdir, "stock")[0]
     meta = bench["meta"]
     out.append("# dmirror-thp bench, %s" % kdir)
     out.append("# clocksource %s (clock_getres %s ns), cpu %s, accel %s" % (
         meta.get("clocksource"), meta.get("clock_res_ns"), meta.get("cpu"),
         meta.get("accel")))
-    out.append("# kernel %s, series %s; %d rounds after %d warm-up; median [min..max]" % (
-        meta.get("kernel"), meta.get("series"), bench["iters"], bench["warmup"]))
+    out.append("# kernel %s, series %s; %d rounds%s after %d warm-up; median [min..max]" % (
+        meta.get("kernel"), meta.get("series"), bench["iters"],
+        " in %d boots, each" % bench["passes"] if bench.get("passes", 1) > 1 else "",
+        bench["warmup"]))
     if meta.get("accel") == "tcg":
         out += ["# " + l for l in TCG_NOTE.split("\n")]
     if bench.get("rounds_redone"):
@@ -347,56 +409,80 @@ plot "%s" using 1:2 with linespoints title "round trip", \\
 
 # ---- the like-for-like comparison ----
 
-COLUMNS = [("6.12", "bench.json", "dmirror-thp on 6.12 + series"),
-           ("7.3-pristine", "bench.json", "dmirror-thp on pristine 7.3"),
-           ("7.3", "bench.json", "dmirror-thp on 7.3 + series"),
-           ("7.3", "stock.json", "test_hmm on 7.3 + series"),
-           ("7.3-pristine", "stock.json", "test_hmm on pristine 7.3")]
+COLUMNS = [("6.12", "bench", "dmirror-thp on 6.12 + series"),
+           ("7.3-pristine", "bench", "dmirror-thp on pristine 7.3"),
+           ("7.3", "bench", "dmirror-thp on 7.3 + series"),
+           ("7.3", "stock", "test_hmm on 7.3 + series"),
+           ("7.3-pristine", "stock", "test_hmm on pristine 7.3")]
+
+
+def pass_ratios(docs, base, mb, mode, path):
+    """docs' throughput over base's, pass by pass, in %."""
+    out = []
+    for d, b in zip(docs, base):
+        r = {s["size_mb"]: s["modes"] for s in d["sizes"]}.get(mb, {}).get(mode)
+        q = {s["size_mb"]: s["modes"] for s in b["sizes"]}.get(mb, {}).get(mode)
+        if r and q:
+            out.append(100 * median_gib(r, path) / median_gib(q, path))
+    return out
 
 
 def report_compare(run, out):
     with open(os.path.join(run, "kernels")) as f:
         kernels = f.read().split()
-    cols = [(k, fn, name, load(os.path.join(run, k, fn)))
-            for k, fn, name in COLUMNS if k in kernels]
-    cols = [c for c in cols if c[3]]
+    cols = []
+    for k, fn, name in COLUMNS:
+        if k in kernels:
+            doc, docs = load_passes(os.path.join(run, k), fn)
+            if doc:
+                cols.append((k, fn, name, doc, docs))
     if not cols:
         sys.exit("dmirror-thp: error: no bench.json under %s" % run)
+    passes = min(len(c[4]) for c in cols)
+    head = cols[0][3]
     out.append("# like for like: the same guest, bench and sizes on each kernel; GiB/s, median of %d rounds" %
-               cols[0][3]["iters"])
-    for i, (k, fn, name, doc) in enumerate(cols):
+               head["iters"])
+    if passes > 1:
+        out.append("# in %d passes: each kernel booted once per pass, the kernels in turns;" % passes)
+        out.append("# a ratio is the median of the %d passes' ratios [lowest..highest]," % passes)
+        out.append("# each pass's kernels having run one after the other")
+    for i, (k, fn, name, doc, docs) in enumerate(cols):
         out.append("#  [%d] %s (%s)" % (i + 1, name, doc["meta"].get("kernel", "").split()[0]))
-    if cols[0][3]["meta"].get("accel") == "tcg":
+    if head["meta"].get("accel") == "tcg":
         out += ["# " + l for l in TCG_NOTE.split("\n")]
     out.append("")
+    rel_w = 17 if passes > 1 else 8
     out.append("  %-5s %-4s %-7s" % ("MB", "mode", "path") +
                "".join(" %8s" % ("[%d]" % (i + 1)) for i in range(len(cols))) +
-               "   [1]/[2]  [3]/[2]")
+               "  %*s  %*s" % (rel_w, "[1]/[2]", rel_w, "[3]/[2]"))
     idx = {c[:2]: {s["size_mb"]: s["modes"] for s in c[3]["sizes"]} for c in cols}
+    passes_of = {c[:2]: c[4] for c in cols}
     sizes = sorted({s["size_mb"] for c in cols for s in c[3]["sizes"]})
     t = Targets()
     dat = []
+    prist_key = ("7.3-pristine", "bench")
     for mb in sizes:
         for mode in ("thp", "4k"):
             for p in PATHS:
                 vals = []
-                for k, fn, name, doc in cols:
+                for k, fn, name, doc, docs in cols:
                     r = idx[(k, fn)].get(mb, {}).get(mode)
                     vals.append(median_gib(r, p) if r else float("nan"))
-                base = dict(zip([c[:2] for c in cols], vals))
-                prist = base.get(("7.3-pristine", "bench.json"))
-                r612 = base.get(("6.12", "bench.json"))
-                r73 = base.get(("7.3", "bench.json"))
                 rel = ""
-                if prist:
-                    rel = "  %6.0f%%  %6.0f%%" % (100 * (r612 or float("nan")) / prist,
-                                                  100 * (r73 or float("nan")) / prist)
-                    if r612:
-                        t.add("%d MB %s" % (mb, mode), "%s: 6.12 + series >= 95%% of pristine 7.3" % p,
-                              100 * r612 / prist, 95, "%.0f%%")
-                    if r73:
-                        t.add("%d MB %s" % (mb, mode), "%s: 7.3 + series >= 100%% of pristine 7.3" % p,
-                              100 * r73 / prist, 100, "%.0f%%")
+                if prist_key in passes_of:
+                    for key, want, who in ((("6.12", "bench"), 95, "6.12 + series"),
+                                           (("7.3", "bench"), 100, "7.3 + series")):
+                        rs = pass_ratios(passes_of.get(key, []), passes_of[prist_key], mb, mode, p)
+                        if not rs:
+                            rel += "  %*s" % (rel_w, "-")
+                            continue
+                        v = statistics.median(rs)
+                        fig = "%.0f%%" % v
+                        if passes > 1:
+                            fig += " [%.0f..%.0f]" % (min(rs), max(rs))
+                        rel += "  %*s" % (rel_w, fig)
+                        t.add("%d MB %s" % (mb, mode), "%s: %s >= %d%% of pristine 7.3" % (p, who, want),
+                              v, want, "%.0f%%", fig=fig)
                 out.append("  %-5d %-4s %-7s" % (mb, mode, p) +
                            "".join(" %8.3f" % v for v in vals) + rel)
                 if p == "rt":

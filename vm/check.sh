@@ -9,6 +9,9 @@
 # check.sh [--crashes] PLAN KERNEL...   (--crashes: also the crash boots
 #                                        that vm/expect.list lists)
 # RUN_DIR=folder for the logs (default $CACHE/logs/FLAVOR-PLAN-TIME)
+# PASSES=N: boot every kernel N times, in turns (make bench-compare): each
+# pass runs the kernels in order, the next one starting a kernel later, so
+# that what the host does at one time falls on every kernel alike.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need python3
@@ -24,11 +27,20 @@ ln -sfn "$RUN" "$LOGDIR/latest"
 progress "logs in $RUN"
 echo "$*" > "$RUN/kernels"
 echo "$FLAVOR" > "$RUN/flavour"
-for k in "$@"; do
-	# A kernel whose guest cannot even start is a failed run, not a
-	# stop: the others still run, and results.py reports it.
-	KERNEL=$k RUN_DIR=$RUN "$TOP/vm/run.sh" $crashes "$PLAN" ||
-		progress "$k: the boots did not all run (see $RUN/$k)"
+PASSES=${PASSES:-1}
+case $PASSES in
+''|*[!0-9]*|0) die "PASSES=$PASSES: a number of passes, 1 or more" ;;
+esac
+for pass in $(seq "$PASSES"); do
+	[ "$PASSES" = 1 ] || progress "pass $pass of $PASSES: $*"
+	for k in "$@"; do
+		# A kernel whose guest cannot even start is a failed run, not
+		# a stop: the others still run, and results.py reports it.
+		PASS=$([ "$PASSES" = 1 ] || echo "$pass") KERNEL=$k RUN_DIR=$RUN \
+			"$TOP/vm/run.sh" $crashes "$PLAN" ||
+			progress "$k: the boots did not all run (see $RUN/$k)"
+	done
+	set -- "${@:2}" "$1"
 done
 
 # The one reader of the guests' output (vm/results.py): the files they

@@ -14,6 +14,8 @@
 #
 # ACCEL=auto|kvm|tcg  MEM=3G  SMP=2  SWAP=512M  TIMEOUT=1500 (seconds, hard
 # limit per boot)  IMAGE=full|stock  RUN_DIR  GDB=1 (see --shell)
+# PASS=N (vm/check.sh's PASSES): the Nth boot of each plan in this run; its
+# boots are named PLAN-N and added to the earlier passes' (dm_PASS=N).
 set -eu
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu.sh"
@@ -98,7 +100,8 @@ for p in $plans; do
 done
 K=$RUN_DIR/$KERNEL
 mkdir -p "$K"
-: > "$K/boots"
+PASS=${PASS:-}
+[ "${PASS:-1}" != 1 ] || : > "$K/boots"
 
 # boot NAME KIND TIMEOUT APPEND [SUITE TEST]: one guest boot.
 boot()
@@ -120,7 +123,7 @@ boot()
 }
 
 for p in $plans; do
-	boot "$p" plan "$TIMEOUT" "plan=$p ${APPEND:-}"
+	boot "$p${PASS:+-$PASS}" plan "$TIMEOUT" "plan=$p ${PASS:+dm_PASS=$PASS} ${APPEND:-}"
 done
 [ $crashes = 1 ] || exit 0
 # A test that crashes the kernel as expected panics it at once (oops=panic,
