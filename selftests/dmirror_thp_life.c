@@ -6,7 +6,8 @@
  *  - module unload with THPs resident, then reload: data intact, pools
  *    balanced, the new module works (always leaves the module loaded);
  *  - several threads faulting the same device THP at once; migration to
- *    the device and to system memory racing with CPU faults; bounded;
+ *    the device and to system memory racing with CPU faults, and to the
+ *    device racing with MADV_DONTNEED; bounded;
  *  - READ_UNLOCKED: a device read that waits for userfaultfd to resolve
  *    its faults, and reads device memory in place;
  *  - two open files of one device: each reads what the other migrated;
@@ -323,6 +324,11 @@ struct mig_arg {
 	int fd;
 	struct dm_buf *b;
 	bool to_dev;
+	/*
+	 * Pages may be dropped meanwhile: MIGRATE_TO_DEV's read-back may
+	 * then find one that the device cannot read, ENOENT (uapi/).
+	 */
+	bool dropped;
 	volatile bool *stop;
 	unsigned long ok, busy;
 	int bad_errno;
@@ -341,7 +347,8 @@ static void *mig_thread(void *p)
 
 		if (!ret)
 			a->ok++;
-		else if (ret == -EBUSY || ret == -ENOMEM)
+		else if (ret == -EBUSY || ret == -ENOMEM ||
+			 (ret == -ENOENT && a->dropped))
 			a->busy++;	/* documented, transient */
 		else if (!a->bad_errno)
 			a->bad_errno = -ret;
@@ -432,6 +439,65 @@ TEST_F_TIMEOUT(race2, migrate_races_fault_back, 120)
 		ASSERT_EQ(-1, dm_verify_at(pg + 8, i * DM_PAGE_SIZE + 8,
 					   DM_PAGE_SIZE - 8, 110));
 	}
+	ASSERT_EQ(0, dm_to_sys(self->c.fd[0], b->ptr, np, &cmd));
+	DM_STATS(&self->c, 0, st);
+	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
+	ASSERT_TRUE(dm_pool_balanced(&st));
+}
+
+/*
+ * Migration to the device races with MADV_DONTNEED, which takes the mmap
+ * lock for read only, as the migration does, and may zap its migration
+ * entries.  The migration maps what it moved in the device's page table
+ * unless an invalidation could have zapped it meanwhile.  Each round the
+ * CPU rewrites one half with the round's data and drops the other, then
+ * the device reads all of it: the dropped half must read as zeroes, the
+ * rewritten one as that round's data.  A device entry left for a folio
+ * that the zap freed would read what its memory holds next.
+ */
+TEST_F_TIMEOUT(race2, migrate_races_dontneed, 120)
+{
+	const size_t n = 2, np = n * DM_THP_PAGES, half = n * DM_THP_SIZE / 2;
+	struct mig_arg ma;
+	pthread_t th;
+	volatile bool stop = false;
+	struct dmirror_thp_stats st;
+	struct hmm_dmirror_cmd cmd;
+	struct dm_buf *b = DM_FILLED_BUF(&self->c, n * DM_THP_SIZE, true, 120);
+	/* Not b->mirror: the migrations' read-backs write that one. */
+	char *seen = malloc(b->size);
+	double end = dm_now() + 10.0;
+	uint32_t k = 0;
+	long bad = -1;
+	int ret;
+
+	ASSERT_NE(NULL, seen);
+	ma = (struct mig_arg){ .fd = self->c.fd[0], .b = b, .to_dev = true,
+			       .dropped = true, .stop = &stop };
+	ASSERT_EQ(0, pthread_create(&th, NULL, mig_thread, &ma));
+	while (bad < 0 && dm_now() < end && (k < 100 || mig_done(&ma) < 3)) {
+		size_t keep = (k & 1) * half, drop = half - keep;
+
+		k++;
+		dm_fill_at(b->ptr + keep, keep, half, 120 + k);
+		ASSERT_EQ(0, madvise(b->ptr + drop, half, MADV_DONTNEED));
+		memset(seen, 0xA5, b->size);
+		ret = dm_read(self->c.fd[0], b->ptr, np, seen, &cmd);
+		if (ret == -EBUSY || ret == -ENOMEM)
+			continue;	/* documented, transient */
+		ASSERT_EQ(0, ret);
+		bad = dm_verify_zero(seen + drop, half);
+		if (bad < 0)
+			bad = dm_verify_at(seen + keep, keep, half, 120 + k);
+	}
+	stop = true;
+	free(seen);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	TH_LOG("%u rounds; to_dev ok %lu busy %lu", k, ma.ok, ma.busy);
+	ASSERT_EQ(-1, bad) TH_LOG("round %u: the device read stale data", k);
+	ASSERT_EQ(0, ma.bad_errno);
+	ASSERT_LT(0, ma.ok);
+
 	ASSERT_EQ(0, dm_to_sys(self->c.fd[0], b->ptr, np, &cmd));
 	DM_STATS(&self->c, 0, st);
 	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
