@@ -71,8 +71,8 @@ stock: kernel ## the regression baseline: stock test_hmm.ko and hmm-tests
 BENCH_SIZES ?= 2,8,64,512
 BENCH_ITERS ?= 5
 bench: KERNELS = $(KERNEL)
-bench: initramfs ## THP, mTHP and 4K migration bench and its report (BENCH_SIZES, BENCH_ITERS, BASELINE=stock)
-	@MEM=$${MEM:-4G} APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) $(if $(BASELINE),dm_BASELINE=$(BASELINE))" \
+bench: initramfs ## THP, mTHP and 4K migration bench and its report (BENCH_SIZES, BENCH_ITERS, BASELINE=stock, BENCH_CPU)
+	@MEM=$${MEM:-4G} APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) $(if $(BASELINE),dm_BASELINE=$(BASELINE)) $(if $(BENCH_CPU),dm_BENCH_CPU=$(BENCH_CPU))" \
 		vm/check.sh bench
 	@vm/bench-report.sh
 
@@ -83,7 +83,7 @@ bench: initramfs ## THP, mTHP and 4K migration bench and its report (BENCH_SIZES
 BENCH_PASSES ?= 3
 bench-compare: initramfs ## the bench on every kernel, with its test_hmm, side by side (BENCH_PASSES)
 	@MEM=$${MEM:-4G} PASSES=$(BENCH_PASSES) \
-		APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) dm_BASELINE=stock" \
+		APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) dm_BASELINE=stock $(if $(BENCH_CPU),dm_BENCH_CPU=$(BENCH_CPU))" \
 		vm/check.sh bench $(KERNELS)
 	@vm/bench-report.sh --compare
 

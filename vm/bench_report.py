@@ -36,8 +36,9 @@ TCG_NOTE = (
     "softmmu TLB lookup per access, string copies (rep movs) run as loops\n"
     "(the guest runs with -erms,-fsrm and clearcpuid=rep_good so that the\n"
     "kernel's copies use the same loops for THP and 4K), and a TLB flush or\n"
-    "an IPI costs a vCPU round trip.  The THP/4K ratios compare like with\n"
-    "like; absolute GiB/s are not a CPU's.")
+    "an LRU drain that reaches the other vCPU costs a vCPU round trip (a\n"
+    "bench on one CPU keeps its mm's on that one).  The THP/4K ratios\n"
+    "compare like with like; absolute GiB/s are not a CPU's.")
 
 
 def load(path):
@@ -233,9 +234,10 @@ def report_one(kdir, out, plots=True):
     stock = load_passes(kdir, "stock")[0]
     meta = bench["meta"]
     out.append("# dmirror-thp bench, %s" % kdir)
-    out.append("# clocksource %s (clock_getres %s ns), cpu %s, accel %s" % (
+    out.append("# clocksource %s (clock_getres %s ns), cpu %s, accel %s, %s" % (
         meta.get("clocksource"), meta.get("clock_res_ns"), meta.get("cpu"),
-        meta.get("accel")))
+        meta.get("accel"), "the bench on CPU %s alone" % meta["bench_cpu"]
+        if meta.get("bench_cpu", "all") != "all" else "the bench on any CPU"))
     out.append("# kernel %s, series %s; %d rounds%s after %d warm-up; median [min..max]" % (
         meta.get("kernel"), meta.get("series"), bench["iters"],
         " in %d boots, each" % bench["passes"] if bench.get("passes", 1) > 1 else "",
