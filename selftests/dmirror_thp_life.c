@@ -448,11 +448,10 @@ TEST_F_TIMEOUT(race2, migrate_races_fault_back, 120)
 /*
  * Migration to the device races with MADV_DONTNEED, which takes the mmap
  * lock for read only, as the migration does, and may zap its migration
- * entries.  The migration maps what it moved in the device's page table
- * unless an invalidation could have zapped it meanwhile.  Each round the
+ * entries, after which finalize frees the device folio.  Each round the
  * CPU rewrites one half with the round's data and drops the other, then
  * the device reads all of it: the dropped half must read as zeroes, the
- * rewritten one as that round's data.  A device entry left for a folio
+ * rewritten one as that round's data.  A mirror entry left for a folio
  * that the zap freed would read what its memory holds next.
  */
 TEST_F_TIMEOUT(race2, migrate_races_dontneed, 120)
