@@ -518,6 +518,27 @@ static int buf_ready(struct bench_buf *bb, struct result *r)
 #define MAX_REDO	3
 static int rounds_redone;
 
+/*
+ * khugepaged's own counters across each sweep.  A collapse takes the mmap
+ * lock for writing and invalidates a range of the bench's mm, which every
+ * mirror of it sees: the report says whether one ran while it measured.
+ */
+enum sweep { SWEEP_SIZES, SWEEP_ORDERS, SWEEP_NR };
+static const char *const sweep_name[SWEEP_NR] = { "sizes", "orders" };
+static struct {
+	long full_scans;
+	long pages_collapsed;
+} khugepaged[SWEEP_NR];
+
+/* Called at a sweep's start (@sign -1) and end (+1). */
+static void khugepaged_count(enum sweep w, int sign)
+{
+	khugepaged[w].full_scans += sign *
+		(long)thp_read_num("khugepaged/full_scans");
+	khugepaged[w].pages_collapsed += sign *
+		(long)thp_read_num("khugepaged/pages_collapsed");
+}
+
 typedef int (*round_fn)(int fd, bool stock, struct bench_buf *bb,
 			struct result *r, int it);
 
@@ -831,8 +852,13 @@ static int write_json(const char *path, const struct opts *o,
 		fprintf(j, ", \"%.*s\": \"%s\"", (int)(eq - o->meta[i]),
 			o->meta[i], eq + 1);
 	}
-	fprintf(j, "},\n  \"iters\": %d, \"warmup\": %d, \"device\": %d, \"rounds_redone\": %d,\n  \"sizes\": [",
+	fprintf(j, "},\n  \"iters\": %d, \"warmup\": %d, \"device\": %d, \"rounds_redone\": %d,\n  \"khugepaged\": {",
 		o->iters, o->warmup, o->dev, rounds_redone);
+	for (i = 0; i < SWEEP_NR; i++)
+		fprintf(j, "%s\"%s\": {\"full_scans\": %ld, \"pages_collapsed\": %ld}",
+			i ? ", " : "", sweep_name[i], khugepaged[i].full_scans,
+			khugepaged[i].pages_collapsed);
+	fprintf(j, "},\n  \"sizes\": [");
 	for (i = 0; i < o->nsizes; i++) {
 		const struct row *rw = &rows[i];
 
@@ -912,6 +938,7 @@ int main(int argc, char **argv)
 		printf("not ok 1 dmirror-thp-bench\n");
 		return 1;
 	}
+	khugepaged_count(SWEEP_SIZES, -1);
 	for (i = 0; i < o.nsizes; i++) {
 		rows[i].size_mb = o.sizes_mb[i];
 		printf("# %zu MB...\n", o.sizes_mb[i]);
@@ -922,10 +949,13 @@ int main(int argc, char **argv)
 			status = 1;
 		}
 	}
+	khugepaged_count(SWEEP_SIZES, 1);
 	if (!o.stock && o.norders) {
 		printf("# folio orders...\n");
 		fflush(stdout);
+		khugepaged_count(SWEEP_ORDERS, -1);
 		ret = run_orders(fd, &o, orows);
+		khugepaged_count(SWEEP_ORDERS, 1);
 		if (ret) {
 			fprintf(stderr, "folio orders: %s\n", strerror(-ret));
 			status = 1;

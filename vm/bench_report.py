@@ -74,6 +74,10 @@ def merge(docs):
             sys.exit("dmirror-thp: error: the passes of one bench measured different buffers")
         m["iters"] += d["iters"]
         m["rounds_redone"] = m.get("rounds_redone", 0) + d.get("rounds_redone", 0)
+        for w, c in d.get("khugepaged", {}).items():
+            mc = m.setdefault("khugepaged", {}).setdefault(w, {})
+            for k, v in c.items():
+                mc[k] = mc.get(k, 0) + v
         for sa, sb in zip(m["sizes"], d["sizes"]):
             ca, cb = sa.get("ceiling_us_per_2mb"), sb.get("ceiling_us_per_2mb")
             if ca and cb:
@@ -247,6 +251,11 @@ def report_one(kdir, out, plots=True):
     if bench.get("rounds_redone"):
         out.append("# %d round(s) run again: MIGRATE_TO_DEV left a page in system memory" %
                    bench["rounds_redone"])
+    kh = bench.get("khugepaged")
+    if kh:
+        out.append("# khugepaged while the bench measured: %s" % "; ".join(
+            "%s sweep %d pages collapsed, %d full scans" % (
+                w, c["pages_collapsed"], c["full_scans"]) for w, c in kh.items()))
     for s in bench["sizes"]:
         c = s.get("ceiling_us_per_2mb")
         if c:
