@@ -634,16 +634,25 @@ void dm_thp_only(unsigned int order, enum thp_enabled mode)
 	unsigned long orders = thp_supported_orders();
 	static bool saved;
 	struct thp_settings s;
+	enum thp_enabled want;
 	unsigned int o;
 
 	if (!saved)
 		thp_save_settings();
 	saved = true;
+	/*
+	 * Write only the sizes that change: thp_write_settings() also writes
+	 * khugepaged's sleep times, and each of those writes wakes khugepaged
+	 * for a scan at once, of this mm too.
+	 */
 	thp_read_settings(&s);
-	for (o = 0; o < NR_ORDERS; o++)
-		if (orders & (1UL << o))
-			s.hugepages[o].enabled = o == order ? mode : THP_NEVER;
-	thp_write_settings(&s);
+	for (o = 0; o < NR_ORDERS; o++) {
+		if (!(orders & (1UL << o)))
+			continue;
+		want = o == order ? mode : THP_NEVER;
+		if (s.hugepages[o].enabled != want)
+			dm_thp_size_enable(o, want);
+	}
 }
 
 void dm_thp_size_enable(unsigned int order, enum thp_enabled mode)
