@@ -144,6 +144,14 @@ static bool dmirror_interval_invalidate(struct mmu_interval_notifier *mni,
 {
 	struct dmirror *dmirror = container_of(mni, struct dmirror, notifier);
 
+	/*
+	 * Our own make_device_exclusive(): dmirror_exclusive_page() stores
+	 * the entry, and would never see its sequence unchanged otherwise.
+	 */
+	if (range->event == MMU_NOTIFY_EXCLUSIVE &&
+	    range->owner == dmirror->mdevice)
+		return true;
+
 	if (mmu_notifier_range_blockable(range))
 		mutex_lock(&dmirror->mutex);
 	else if (!mutex_trylock(&dmirror->mutex))
@@ -728,6 +736,48 @@ static int dmirror_check_vmas(struct mm_struct *mm, unsigned long start,
 	return 0;
 }
 
+#define DMIRROR_EXCLUSIVE_TRIES	10
+
+/*
+ * Make the page at @addr exclusive to the device and mirror it as atomic.
+ * MADV_DONTNEED zaps under the mmap lock for read, as this runs, and the
+ * page is freed when the reference below is dropped: an entry stored after
+ * such a zap would outlive its page.  So the store checks the interval's
+ * sequence, taken before make_device_exclusive() (whose own invalidation
+ * the notifier ignores), and the page is made exclusive again if anything
+ * else invalidated meanwhile.
+ */
+static int dmirror_exclusive_page(struct dmirror *dmirror, unsigned long addr)
+{
+	struct mm_struct *mm = dmirror->notifier.mm;
+	unsigned int tries;
+
+	mmap_assert_locked(mm);
+	for (tries = 0; tries < DMIRROR_EXCLUSIVE_TRIES; tries++) {
+		unsigned long seq = mmu_interval_read_begin(&dmirror->notifier);
+		struct folio *folio;
+		struct page *page;
+		bool stale;
+		int ret = 0;
+
+		/* The page comes back locked, its folio referenced. */
+		page = make_device_exclusive(mm, addr, dmirror->mdevice, &folio);
+		if (IS_ERR(page))
+			return PTR_ERR(page) == -ENOMEM ? -ENOMEM : -EBUSY;
+		mutex_lock(&dmirror->mutex);
+		stale = mmu_interval_read_retry(&dmirror->notifier, seq);
+		if (!stale)
+			ret = dmirror_pt_store(dmirror, addr >> PAGE_SHIFT, page,
+					       DPT_XA_TAG_ATOMIC, 0);
+		mutex_unlock(&dmirror->mutex);
+		folio_unlock(folio);
+		folio_put(folio);
+		if (!stale)
+			return ret;
+	}
+	return -EBUSY;
+}
+
 /* HMM_DMIRROR_EXCLUSIVE */
 int dmirror_exclusive(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
 {
@@ -742,23 +792,8 @@ int dmirror_exclusive(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
 
 	mmap_read_lock(mm);
 	ret = dmirror_check_vmas(mm, start, end, true);
-	for (addr = start; !ret && addr < end; addr += PAGE_SIZE) {
-		struct folio *folio;
-		struct page *page;
-
-		/* The page comes back locked, its folio referenced. */
-		page = make_device_exclusive(mm, addr, dmirror->mdevice, &folio);
-		if (IS_ERR(page)) {
-			ret = PTR_ERR(page) == -ENOMEM ? -ENOMEM : -EBUSY;
-			break;
-		}
-		mutex_lock(&dmirror->mutex);
-		ret = dmirror_pt_store(dmirror, addr >> PAGE_SHIFT, page,
-				       DPT_XA_TAG_ATOMIC, 0);
-		mutex_unlock(&dmirror->mutex);
-		folio_unlock(folio);
-		folio_put(folio);
-	}
+	for (addr = start; !ret && addr < end; addr += PAGE_SIZE)
+		ret = dmirror_exclusive_page(dmirror, addr);
 	mmap_read_unlock(mm);
 	mmput(mm);
 	if (ret)

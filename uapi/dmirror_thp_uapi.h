@@ -42,7 +42,9 @@
  *           (hmm_range_fault()'s answer, as in test_hmm)
  *   ENOENT  the process that opened the device file has exited
  *   ENOMEM  the device or the system ran out of memory
- *   EBUSY   the range could not be collected (pages pinned or locked)
+ *   EBUSY   the range could not be collected (pages pinned or locked);
+ *           EXCLUSIVE: a page kept being unmapped while it was made
+ *           exclusive
  * An ioctl number the device does not know gets ENOTTY.
  */
 #ifndef _UAPI_DMIRROR_THP_H
