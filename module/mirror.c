@@ -736,6 +736,16 @@ static int dmirror_check_vmas(struct mm_struct *mm, unsigned long start,
 	return 0;
 }
 
+/*
+ * For race tests: hold each page between make_device_exclusive() and the
+ * mirror's store this long, so that a zap can land in between (the life
+ * suite's race2.exclusive_races_dontneed).
+ */
+static unsigned int exclusive_delay_ms;
+module_param(exclusive_delay_ms, uint, 0644);
+MODULE_PARM_DESC(exclusive_delay_ms,
+		 "Test hook: milliseconds between making a page exclusive and mirroring it (default 0)");
+
 #define DMIRROR_EXCLUSIVE_TRIES	10
 
 /*
@@ -764,6 +774,8 @@ static int dmirror_exclusive_page(struct dmirror *dmirror, unsigned long addr)
 		page = make_device_exclusive(mm, addr, dmirror->mdevice, &folio);
 		if (IS_ERR(page))
 			return PTR_ERR(page) == -ENOMEM ? -ENOMEM : -EBUSY;
+		if (READ_ONCE(exclusive_delay_ms))
+			msleep(READ_ONCE(exclusive_delay_ms));
 		mutex_lock(&dmirror->mutex);
 		stale = mmu_interval_read_retry(&dmirror->notifier, seq);
 		if (!stale)

@@ -7,7 +7,8 @@
  *    balanced, the new module works (always leaves the module loaded);
  *  - several threads faulting the same device THP at once; migration to
  *    the device and to system memory racing with CPU faults, and to the
- *    device racing with MADV_DONTNEED; bounded;
+ *    device racing with MADV_DONTNEED; EXCLUSIVE racing with MADV_DONTNEED;
+ *    bounded;
  *  - READ_UNLOCKED: a device read that waits for userfaultfd to resolve
  *    its faults, and reads device memory in place;
  *  - two open files of one device: each reads what the other migrated;
@@ -501,6 +502,81 @@ TEST_F_TIMEOUT(race2, migrate_races_dontneed, 120)
 	DM_STATS(&self->c, 0, st);
 	ASSERT_EQ(self->c.base[0].resident_pages, st.resident_pages);
 	ASSERT_TRUE(dm_pool_balanced(&st));
+}
+
+#define EXCLUSIVE_DELAY	"/sys/module/" DM_MODULE_NAME "/parameters/exclusive_delay_ms"
+#define EXCLUSIVE_ROUNDS	30
+
+struct ex_arg {
+	int fd;
+	char *page, *seen;
+	int ret;
+	struct hmm_dmirror_cmd cmd;
+};
+
+static void *ex_thread(void *p)
+{
+	struct ex_arg *a = p;
+
+	a->ret = dm_cmd(a->fd, HMM_DMIRROR_EXCLUSIVE, (uintptr_t)a->page,
+			(uintptr_t)a->seen, 1, &a->cmd);
+	return NULL;
+}
+
+/*
+ * EXCLUSIVE races with MADV_DONTNEED, which zaps under the mmap lock for
+ * read, as EXCLUSIVE runs.  The module's exclusive_delay_ms holds the page
+ * between make_device_exclusive() and the mirror's store, and the zap lands
+ * there: the page is freed once EXCLUSIVE drops its reference, so an atomic
+ * entry stored after the zap would have the device read and pin whatever
+ * reuses that memory.  The witness is pagemap: after a round whose page the
+ * process does not map (neither present nor swap), CHECK_EXCLUSIVE must
+ * find no atomic entry; and EXCLUSIVE's read-back returns the page's data
+ * before the zap or zeroes after it, or the documented ENOENT or EBUSY.
+ * Every third round the zap comes after EXCLUSIVE, whose atomic entry it
+ * must then remove.
+ */
+TEST_F_TIMEOUT(race2, exclusive_races_dontneed, 120)
+{
+	struct dm_buf *b = DM_FILLED_BUF(&self->c, 4 * DM_PAGE_SIZE, false, 130);
+	struct ex_arg ea = { .fd = self->c.fd[0], .page = b->ptr };
+	unsigned int k, zeroes = 0, unmapped = 0;
+	struct hmm_dmirror_cmd cmd;
+	pthread_t th;
+	long stale;
+
+	ea.seen = b->mirror;
+	ASSERT_EQ(0, dm_run("echo 40 > " EXCLUSIVE_DELAY));
+	for (k = 0; k < EXCLUSIVE_ROUNDS; k++) {
+		dm_fill(b->ptr, DM_PAGE_SIZE, 130 + k);
+		memset(b->mirror, 0xA5, DM_PAGE_SIZE);
+		ASSERT_EQ(0, pthread_create(&th, NULL, ex_thread, &ea));
+		/* Inside exclusive_delay_ms, or every third round after it. */
+		usleep(k % 3 == 2 ? 100000 : 10000 + (k % 3) * 15000);
+		ASSERT_EQ(0, madvise(b->ptr, DM_PAGE_SIZE, MADV_DONTNEED));
+		ASSERT_EQ(0, pthread_join(th, NULL));
+		if (ea.ret == -ENOENT || ea.ret == -EBUSY)
+			continue;	/* documented */
+		ASSERT_EQ(0, ea.ret) TH_LOG("round %u", k);
+		if (dm_verify_zero(b->mirror, DM_PAGE_SIZE) < 0)
+			zeroes++;
+		else
+			ASSERT_EQ(-1, dm_verify(b->mirror, DM_PAGE_SIZE, 130 + k))
+				TH_LOG("round %u: the device read neither the data nor zeroes", k);
+		stale = pm_count(b->ptr, 1, PM_PRESENT | PM_SWAP, 0);
+		ASSERT_LE(0, stale);
+		if (!stale)
+			continue;
+		unmapped++;
+		ASSERT_EQ(0, dm_cmd(self->c.fd[0], HMM_DMIRROR_CHECK_EXCLUSIVE,
+				    (uintptr_t)b->ptr, 0, 1, &cmd))
+			TH_LOG("round %u: an atomic entry for a page the process does not map", k);
+	}
+	ASSERT_EQ(0, dm_run("echo 0 > " EXCLUSIVE_DELAY));
+	TH_LOG("%u rounds: the device read zeroes in %u, the page unmapped after %u",
+	       k, zeroes, unmapped);
+	ASSERT_LT(0, zeroes) TH_LOG("no zap landed inside EXCLUSIVE: nothing raced");
+	ASSERT_LT(0, unmapped) TH_LOG("no zap came after EXCLUSIVE");
 }
 
 /* ---- eviction racing process exit ---- */
