@@ -11,9 +11,9 @@
  *            read per folio, each 2 MB region timed apart
  * The THP and 4K rounds alternate, so that a slow moment of the machine
  * costs both: warm-up rounds, then N timed ones.  With dmirror-thp it also
- * reads where each path's time went (HMM_DMIRROR_PHASES) and measures, in
- * every round, the kernel's own copies of a 2 MB folio
- * (HMM_DMIRROR_COPY_BENCH): the copy ceiling.
+ * reads where each path's time went (HMM_DMIRROR_PHASES) and measures,
+ * in rounds of their own before the paths', the kernel's own copies of a
+ * 2 MB folio (HMM_DMIRROR_COPY_BENCH): the copy ceiling.
  *
  * Then the folio-order sweep (--orders): one buffer of --order-mb per order,
  * 4K, the mTHP orders asked for (default 16 kB, 64 kB, 1 MB) and the PMD,
@@ -110,7 +110,7 @@ struct result {
 	double phase_ns[M_NR][HMM_DMIRROR_PHASE_NR];
 };
 
-/* One size; the copy ceiling is measured in every round, next to the paths. */
+/* One size; the copy ceiling as many rounds as the paths. */
 struct row {
 	size_t size_mb;
 	struct result res[MODE_NR];
@@ -666,8 +666,8 @@ static int verify(struct bench_buf *bb, size_t n, const char *const *what)
 }
 
 /*
- * All rounds of one size: in each, the copy ceiling, then THP and 4K one
- * after the other.
+ * All rounds of one size: the copy ceiling's, then the migrations', THP
+ * and 4K one after the other, then the faults'.
  */
 static int run_size(int fd, const struct opts *o, struct row *rw)
 {
@@ -698,22 +698,23 @@ static int run_size(int fd, const struct opts *o, struct row *rw)
 			memset(cptr, 1, clen);
 		}
 	}
-	for (it = -o->warmup; it < o->iters && !ret; it++) {
-		if (!o->stock) {
-			double c = 0, u = 0;
+	/*
+	 * The ceiling's rounds come first, apart: each allocates, fills and
+	 * frees 32 MB of PMD folios, which the migration after it would pay.
+	 */
+	for (it = -o->warmup; it < o->iters && !ret && !o->stock; it++) {
+		double c = 0, u = 0;
 
-			ret = measure_ceiling(fd, cptr, &c, &u);
-			if (ret)
-				break;
-			if (it >= 0) {
-				rw->copy_us[it] = c;
-				rw->to_user_us[it] = u;
-			}
+		ret = measure_ceiling(fd, cptr, &c, &u);
+		if (!ret && it >= 0) {
+			rw->copy_us[it] = c;
+			rw->to_user_us[it] = u;
 		}
+	}
+	for (it = -o->warmup; it < o->iters && !ret; it++)
 		for (k = 0; k < MODE_NR && !ret; k++)
 			ret = run_round(round_migrate, fd, o->stock, &bb[k],
 					&rw->res[k], it);
-	}
 	for (it = -o->warmup; it < o->iters && !ret; it++)
 		for (k = 0; k < MODE_NR && !ret; k++)
 			ret = run_round(round_fault, fd, o->stock, &bb[k],
