@@ -21,16 +21,19 @@ crashes=
 PLAN=${1:?usage: check.sh [--crashes] PLAN KERNEL...}
 shift
 [ $# -gt 0 ] || set -- "$KERNEL"
+PASSES=${PASSES:-1}
+case $PASSES in
+''|*[!0-9]*|0) die "PASSES=$PASSES: a number of passes, 1 or more" ;;
+esac
+# The crash boots are named per boot, not per pass: one pass only.
+[ -z "$crashes" ] || [ "$PASSES" = 1 ] ||
+	die "--crashes with PASSES=$PASSES: the crash boots run in one pass"
 RUN=${RUN_DIR:-$LOGDIR/$FLAVOR-$(echo "$PLAN" | tr '+' '-')-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$RUN"
 ln -sfn "$RUN" "$LOGDIR/latest"
 progress "logs in $RUN"
 echo "$*" > "$RUN/kernels"
 echo "$FLAVOR" > "$RUN/flavour"
-PASSES=${PASSES:-1}
-case $PASSES in
-''|*[!0-9]*|0) die "PASSES=$PASSES: a number of passes, 1 or more" ;;
-esac
 for pass in $(seq "$PASSES"); do
 	[ "$PASSES" = 1 ] || progress "pass $pass of $PASSES: $*"
 	for k in "$@"; do
