@@ -49,9 +49,7 @@ t0=$(now)
 for i in $(seq 1 "$last"); do
 	p=${list[$((i - 1))]}
 	[ -f "$PATCHES/$p" ] || die "series names $p, which does not exist"
-	git -C "$WT" -c user.name=dmirror-thp -c user.email=bench@localhost \
-		am -q "$PATCHES/$p" ||
-		die "$KERNEL patch $i/$n $p does not apply"
+	am_patch "$WT" "$p" || die "$KERNEL patch $i/$n $p does not apply"
 	[ "$i" -lt "$first" ] && continue
 	t=$(now)
 	# shellcheck disable=SC2086

@@ -6,6 +6,11 @@
 # checkpatch cannot look up a Fixes: id: UNKNOWN_COMMIT_ID is left out.
 set -eu
 . "$(dirname "$0")/lib.sh"
+# The stored patches are unsigned: each is checked as it would be posted,
+# stamped with an identity (the poster's, or this machine's account).
+who=$(tree_ident)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 rc=0
 for k in 6.12 7.3; do
 	kernel_select "$k"
@@ -13,8 +18,9 @@ for k in 6.12 7.3; do
 	[ -x "$CP" ] || die "no $CP: run 'make tree'"
 	for p in $(series_patches); do
 		progress "checkpatch --strict $k/$p"
+		stamp "$who" signoff < "$PATCHES/$p" > "$tmp/${p##*/}"
 		(cd "$KSRC" && "$CP" --strict -q --ignore UNKNOWN_COMMIT_ID \
-			"$PATCHES/$p") || rc=1
+			"$tmp/${p##*/}") || rc=1
 	done
 done
 progress "checkpatch --strict module/ uapi/ (7.3's checkpatch)"

@@ -124,3 +124,78 @@ series_patches()
 	[ -n "$PATCHES" ] || return 0
 	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series"
 }
+
+# The stored patches carry no author and no Signed-off-by: a Developer's
+# Certificate of Origin is the poster's to give.  poster_ident prints
+# "Name <address>" from GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL, or git's
+# user.name and user.email, and fails, saying why, when either is unset or
+# the address is in a domain reserved for examples and tests (RFC 2606,
+# RFC 6761).
+poster_ident()
+{
+	local name email
+
+	name=${GIT_AUTHOR_NAME:-$(git config --default '' user.name)}
+	email=${GIT_AUTHOR_EMAIL:-$(git config --default '' user.email)}
+	if [ -z "$name" ] || [ -z "$email" ]; then
+		echo "no git identity: set user.name and user.email (git config), whose owner signs off every patch" >&2
+		return 1
+	fi
+	case ${email,,} in
+	*@*.*) ;;
+	*)
+		echo "'$email' is not a mail address" >&2
+		return 1
+		;;
+	esac
+	case ${email##*@} in
+	example.com|example.net|example.org|*.example.com|*.example.net|\
+	*.example.org|*.example|*.test|*.invalid|*.localhost|localhost)
+		echo "'$email' is in a domain reserved for examples: set your own user.email" >&2
+		return 1
+		;;
+	esac
+	echo "$name <$email>"
+}
+
+# Whom the commits of the cache's trees are by: the poster if there is one,
+# else this machine's account.  Those trees are never posted.
+tree_ident()
+{
+	poster_ident 2>/dev/null || echo "$(id -un) <$(id -un)@$(uname -n)>"
+}
+
+# stamp IDENT [signoff] < PATCH: the stored patch as git am takes it, with
+# "From: IDENT" and, with signoff, IDENT's Signed-off-by: as its last
+# trailer.
+stamp()
+{
+	awk -v who="$1" -v sob="${2:-}" '
+		NR == 1 { print; print "From: " who; hdr = 1; next }
+		hdr && /^$/ { hdr = 0 }
+		hdr && /^From: / { next }
+		!cut && /^---$/ {
+			if (sob != "")
+				print "Signed-off-by: " who
+			cut = 1
+		}
+		{ print }'
+}
+
+# am_patch WORKTREE PATCH [signoff]: git am one patch of $PATCHES in
+# WORKTREE, stamped with the trees' identity, or with signoff with the
+# poster's.
+am_patch()
+{
+	local who email
+
+	if [ "${3:-}" = signoff ]; then
+		who=$(poster_ident) || return 1
+	else
+		who=$(tree_ident)
+	fi
+	email=${who##*<}
+	stamp "$who" "${3:-}" < "$PATCHES/$2" |
+		GIT_COMMITTER_NAME=${who% <*} GIT_COMMITTER_EMAIL=${email%>} \
+		git -C "$1" am -q --whitespace=nowarn
+}

@@ -17,6 +17,9 @@ set -eu
 need git perl
 
 kernel_select 7.3
+# The stored patches carry no author and no sign-off: the poster's own
+# identity is stamped on each (lib.sh's poster_ident), or nothing is written.
+who=$(poster_ident) || die "no posting without the poster's identity (see above)"
 OUT=$CACHE/mainline-series
 WT=$KDIR/posting
 COVER=$PATCHES/cover-letter.txt
@@ -31,8 +34,7 @@ git -C "$KSRC" worktree prune
 git -C "$KSRC" worktree add -q --detach "$WT" base
 n=0
 for p in $(series_patches); do
-	git -C "$WT" -c user.name=dmirror-thp -c user.email=bench@localhost \
-		am -q "$PATCHES/$p" || die "$p does not apply to 7.3's base"
+	am_patch "$WT" "$p" signoff || die "$p does not apply to 7.3's base"
 	n=$((n + 1))
 done
 [ "$n" -gt 0 ] || die "the 7.3 series is empty"
@@ -51,7 +53,7 @@ to="linux-mm@kvack.org"
 
 progress "formatting $n patches with a cover letter"
 subject=$(sed -n 's/^Subject: //p' "$COVER" | head -n 1)
-args=(--cover-letter --thread=shallow --numbered --zero-commit
+args=(--cover-letter --thread=shallow --numbered --zero-commit --from="$who"
       --subject-prefix=PATCH -o "$OUT" --to="$to")
 while IFS= read -r r; do
 	[ -n "$r" ] && [ "$r" != "$to" ] && args+=(--cc="$r")

@@ -38,8 +38,13 @@ done
 key=$( { echo "$ver"; [ -z "$list" ] || (cd "$PATCHES" && cat $list); } |
 	sha256sum | cut -c1-16)
 
-git_k() { git -C "$KSRC" -c user.name=dmirror-thp -c user.email=bench@localhost "$@"; }
-git_am() { git -C "$AM" -c user.name=dmirror-thp -c user.email=bench@localhost "$@"; }
+# The trees' commits are by this machine's account (lib.sh's tree_ident).
+who=$(tree_ident)
+email=${who##*<}
+export GIT_AUTHOR_NAME="${who% <*}" GIT_AUTHOR_EMAIL="${email%>}"
+export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
+git_k() { git -C "$KSRC" "$@"; }
+git_am() { git -C "$AM" "$@"; }
 # Abort a git am that an interrupted run left in the scratch worktree.
 am_abort() { [ ! -d "$(git_am rev-parse --path-format=absolute --git-path rebase-apply)" ] || git_am am --abort; }
 
@@ -87,7 +92,7 @@ fi
 am_abort
 git_am checkout -q -f --detach base
 for p in $list; do
-	if ! git_am am -q --whitespace=nowarn "$PATCHES/$p" > "$KDIR/am.log" 2>&1; then
+	if ! am_patch "$AM" "$p" > "$KDIR/am.log" 2>&1; then
 		echo "dmirror-thp: error: $KERNEL patch $p does not apply:" >&2
 		grep -v -e '^hint:' -e 'git am --' -e 'resolved this problem' "$KDIR/am.log" | sed 's/^/    /' >&2
 		git_am apply --check -v "$PATCHES/$p" 2>&1 | grep -A8 -i 'error\|failed' | head -n 30 >&2
