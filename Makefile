@@ -150,9 +150,10 @@ callers: KERNELS = $(KERNEL)
 callers: tree ## compile the tree's users of the changed API
 	@vm/callers.sh
 
-# kernel-prereq-patches/7.3 as a posting, in $CACHE/mainline-series.
+# kernel-prereq-patches/7.3's postings, each in $CACHE/mainline-series,
+# signed off by the poster (git config user.name and user.email).
 mainline-series: KERNELS = 7.3
-mainline-series: tree ## the 7.3 series as a posting: cover letter, patches, checkpatch, recipients
+mainline-series: tree ## the 7.3 postings, signed off by you: cover letters, patches, checkpatch, recipients
 	@vm/mainline-series.sh
 
 checkpatch: tree ## checkpatch.pl --strict on the series and the module

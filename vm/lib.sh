@@ -117,12 +117,45 @@ locked()
 	flock "$CACHE/build.lock" "$@"
 }
 
-# The patches of the selected kernel's series, in order, one per line
-# (none for a pristine kernel).
+# The entries of a series file, one per line, without comments.
+_series_entries()
+{
+	[ -f "$1" ] || die "no $1"
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' -e 's/[[:space:]]*$//' "$1"
+}
+
+# The patches of the selected kernel's series, in order, one per line, as
+# paths under $PATCHES (none for a pristine kernel).  A line of a series
+# file names a patch, or a folder with a series file of its own (a posting,
+# as in kernel-prereq-patches/7.3), whose patches come in its own order.
 series_patches()
 {
 	[ -n "$PATCHES" ] || return 0
-	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series"
+	_series_patches ""
+}
+
+_series_patches()
+{
+	local e
+
+	for e in $(_series_entries "$PATCHES/${1}series"); do
+		if [ -d "$PATCHES/$1$e" ]; then
+			_series_patches "$1$e/"
+		else
+			echo "$1$e"
+		fi
+	done
+}
+
+# The posting folders of the selected kernel's series, in order.
+series_postings()
+{
+	local e
+
+	[ -n "$PATCHES" ] || return 0
+	for e in $(_series_entries "$PATCHES/series"); do
+		[ ! -d "$PATCHES/$e" ] || echo "$e"
+	done
 }
 
 # The stored patches carry no author and no Signed-off-by: a Developer's
@@ -167,14 +200,14 @@ tree_ident()
 
 # stamp IDENT [signoff] < PATCH: the stored patch as git am takes it, with
 # "From: IDENT" and, with signoff, IDENT's Signed-off-by: as its last
-# trailer.
+# trailer (before the "---" that ends the message, or the first diff).
 stamp()
 {
 	awk -v who="$1" -v sob="${2:-}" '
 		NR == 1 { print; print "From: " who; hdr = 1; next }
 		hdr && /^$/ { hdr = 0 }
 		hdr && /^From: / { next }
-		!cut && /^---$/ {
+		!cut && (/^---$/ || /^diff --git /) {
 			if (sob != "")
 				print "Signed-off-by: " who
 			cut = 1
