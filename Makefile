@@ -21,6 +21,8 @@ PLAN ?= stock+thp+soak-short
 # make check cover all three, and the one-kernel targets (stock, bench,
 # shell, ...) take 7.3.
 KERNELS := $(or $(KERNEL),6.12 7.3 7.3-pristine)
+# make migrate-bench compares upstream's code with the series.
+MIGRATE_KERNELS := $(or $(KERNEL),7.3-pristine 7.3)
 KERNEL ?= 7.3
 export FLAVOR KERNEL
 # The crash boots of vm/expect.list belong to the full plan only.
@@ -28,7 +30,7 @@ CRASHES := $(if $(filter stock+thp+soak-short,$(PLAN)),--crashes)
 # When this make started, for the closing summary of what each step took.
 T0 := $(shell date +%s)
 
-.PHONY: all deps tree kernel module tests initramfs check stock bench bench-compare trace soak \
+.PHONY: all deps tree kernel module tests initramfs check stock bench bench-compare migrate-bench trace soak \
 	stress stress-lowmem lifecycle shell gdb gdb-demo lab-bundle negative \
 	bisect-check callers mainline-series checkpatch module-check clean help
 
@@ -86,6 +88,15 @@ bench-compare: initramfs ## the bench on every kernel, with its test_hmm, side b
 		APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) dm_BASELINE=stock $(if $(BENCH_CPU),dm_BENCH_CPU=$(BENCH_CPU))" \
 		vm/check.sh bench $(KERNELS)
 	@vm/bench-report.sh --compare
+
+# Ordinary memory, no device: mbind() moves of each folio order between the
+# guest's two NUMA nodes, upstream's code against the series (the
+# migrate-batch posting's figures), BENCH_PASSES boots each, in turns.
+migrate-bench: KERNELS = $(MIGRATE_KERNELS)
+migrate-bench: initramfs ## ordinary memory: mbind() moves of 4 kB to 1 MB folios between NUMA nodes, pristine vs the series
+	@PASSES=$(BENCH_PASSES) APPEND="dm_BENCH_ITERS=$(BENCH_ITERS) $(if $(BENCH_CPU),dm_BENCH_CPU=$(BENCH_CPU))" \
+		vm/check.sh migrate-bench $(KERNELS)
+	@python3 vm/migrate_report.py "$$(readlink -f $${DMIRROR_THP_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/dmirror-thp}/logs/latest)"
 
 # The randomized soak: SOAK_SECONDS of the stress, the fuzzer, stress-ng
 # and trinity (vm/plans/soak); SEED replays one.

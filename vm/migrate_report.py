@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The report of make migrate-bench: the kernels of one run side by side.
+
+migrate_report.py RUN_DIR
+
+Reads RUN_DIR/kernels and each kernel's migrate*.json (one per pass, from
+selftests/mm_migrate_bench.c) and prints, per folio size, the median time
+of a move_pages() of the buffer to node 1 and back on each kernel, over
+every round of every pass, and the ratio of each kernel to the first.
+It judges nothing: the bench's own result line says whether every round
+kept its folios whole.
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def load(kdir):
+    rows = {}
+    meta = None
+    for path in sorted(glob.glob(os.path.join(kdir, "migrate*.json"))):
+        with open(path) as f:
+            doc = json.load(f)
+        meta = doc
+        for o in doc["orders"]:
+            if o["skip"]:
+                continue
+            r = rows.setdefault(o["kb"], {"to1": [], "to0": [],
+                                          "whole": 0, "rounds": 0})
+            r["to1"] += o["to1_us"]
+            r["to0"] += o["to0_us"]
+            r["whole"] += o["whole"]
+            r["rounds"] += o["rounds"]
+    return meta, rows
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: migrate_report.py RUN_DIR")
+    run = sys.argv[1]
+    with open(os.path.join(run, "kernels")) as f:
+        kernels = f.read().split()
+    data = {k: load(os.path.join(run, k)) for k in kernels}
+    meta = next((m for m, _ in data.values() if m), None)
+    if not meta:
+        sys.exit("no migrate*.json in %s" % run)
+    print("mbind(MPOL_MF_MOVE) of %d MB, node 0 -> 1 and 1 -> 0, median us over "
+          "every round (%s)" % (meta["size_mb"], run))
+    sizes = sorted({kb for _, rows in data.values() for kb in rows})
+    head = "%8s" % "folio"
+    for k in kernels:
+        head += " %22s" % k
+    if len(kernels) > 1:
+        head += "   %s / %s" % (kernels[-1], kernels[0])
+    print(head)
+    for kb in sizes:
+        line = "%6dkB" % kb
+        med = []
+        for k in kernels:
+            r = data[k][1].get(kb)
+            if not r:
+                line += " %22s" % "-"
+                med.append(None)
+                continue
+            m1 = statistics.median(r["to1"])
+            m0 = statistics.median(r["to0"])
+            med.append((m1, m0))
+            line += " %9.0f %9.0f %2d/%-2d" % (m1, m0, r["whole"],
+                                               r["rounds"])
+        if len(kernels) > 1 and med[0] and med[-1]:
+            line += "   %.2f %.2f" % (med[-1][0] / med[0][0],
+                                      med[-1][1] / med[0][1])
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
