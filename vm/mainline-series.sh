@@ -21,6 +21,8 @@
 # A cover letter starts with its headers, then a blank line and the body:
 #   Subject: the posting's subject, without the [PATCH] prefix
 #   Prefix:  the subject prefix, PATCH if absent (RFC PATCH for an RFC)
+#   Cc:      one more recipient, who get_maintainer.pl does not name
+#            (the authors of the code it fixes); one header each
 set -eu
 . "$(dirname "$0")/lib.sh"
 need git perl
@@ -36,10 +38,10 @@ git -C "$KSRC" rev-parse -q --verify base > /dev/null ||
 mapfile -t postings < <(series_postings)
 [ "${#postings[@]}" -gt 0 ] || die "$PATCHES/series names no posting folder"
 
-# header FILE NAME: the value of a cover letter's header, if any.
+# header FILE NAME: the values of a cover letter's header, one per line.
 header()
 {
-	sed -n "1,/^\$/s/^$2: //p" "$1" | head -n 1
+	sed -n "1,/^\$/s/^$2: //p" "$1"
 }
 
 t=$(now)
@@ -56,8 +58,8 @@ for posting in "${postings[@]}"; do
 	dir=$OUT/$(printf '%02d' "$n")-$posting
 	cover=$PATCHES/$posting/cover-letter.txt
 	[ -f "$cover" ] || die "no $cover"
-	subject=$(header "$cover" Subject)
-	prefix=$(header "$cover" Prefix)
+	subject=$(header "$cover" Subject | head -n 1)
+	prefix=$(header "$cover" Prefix | head -n 1)
 	[ -n "$subject" ] || die "$cover has no Subject: header"
 	from=$(git -C "$WT" rev-parse HEAD)
 	for p in $(PATCHES=$PATCHES/$posting series_patches); do
@@ -73,6 +75,9 @@ for posting in "${postings[@]}"; do
 		perl scripts/get_maintainer.pl --no-rolestats --no-git \
 		--no-git-fallback --no-fixes) > "$dir/recipients.txt" ||
 		die "get_maintainer.pl failed for $posting"
+	header "$cover" Cc >> "$dir/recipients.txt"
+	awk '!seen[$0]++' "$dir/recipients.txt" > "$dir/recipients.tmp"
+	mv "$dir/recipients.tmp" "$dir/recipients.txt"
 	to="linux-mm@kvack.org"
 	args=(--cover-letter --thread=shallow --zero-commit
 	      --subject-prefix="${prefix:-PATCH}" -o "$dir" --to="$to")
