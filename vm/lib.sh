@@ -198,6 +198,10 @@ tree_ident()
 	poster_ident 2>/dev/null || echo "$(id -un) <$(id -un)@$(uname -n)>"
 }
 
+# The name and the address of an identity "Name <address>".
+ident_name() { echo "${1% <*}"; }
+ident_email() { local e=${1##*<}; echo "${e%>}"; }
+
 # stamp IDENT [signoff] < PATCH: the stored patch as git am takes it, with
 # "From: IDENT" and, with signoff, IDENT's Signed-off-by: as its last
 # trailer (before the "---" that ends the message, or the first diff).
@@ -220,15 +224,15 @@ stamp()
 # poster's.
 am_patch()
 {
-	local who email
+	local who
 
 	if [ "${3:-}" = signoff ]; then
 		who=$(poster_ident) || return 1
 	else
 		who=$(tree_ident)
 	fi
-	email=${who##*<}
 	stamp "$who" "${3:-}" < "$PATCHES/$2" |
-		GIT_COMMITTER_NAME=${who% <*} GIT_COMMITTER_EMAIL=${email%>} \
+		GIT_COMMITTER_NAME=$(ident_name "$who") \
+		GIT_COMMITTER_EMAIL=$(ident_email "$who") \
 		git -C "$1" am -q --whitespace=nowarn
 }

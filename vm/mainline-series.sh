@@ -29,8 +29,6 @@ need git perl
 
 kernel_select 7.3
 who=$(poster_ident) || die "no posting without the poster's identity (see above)"
-email=${who##*<}
-email=${email%>}
 OUT=$CACHE/mainline-series
 WT=$KDIR/posting
 git -C "$KSRC" rev-parse -q --verify base > /dev/null ||
@@ -86,7 +84,8 @@ for posting in "${postings[@]}"; do
 		[ -n "$r" ] && [ "$r" != "$to" ] && args+=(--cc="$r")
 	done < "$dir/recipients.txt"
 	# The poster's identity for the cover letter and the message ids too.
-	(cd "$WT" && git -c user.name="${who% <*}" -c user.email="$email" \
+	(cd "$WT" && git -c user.name="$(ident_name "$who")" \
+		-c user.email="$(ident_email "$who")" \
 		format-patch -q --from="$who" "${args[@]}" "$from..HEAD") ||
 		die "git format-patch failed for $posting"
 	# The cover letter's subject and body from cover-letter.txt, before

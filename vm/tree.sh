@@ -40,8 +40,9 @@ key=$( { echo "$ver"; [ -z "$list" ] || (cd "$PATCHES" && cat $list); } |
 
 # The trees' commits are by this machine's account (lib.sh's tree_ident).
 who=$(tree_ident)
-email=${who##*<}
-export GIT_AUTHOR_NAME="${who% <*}" GIT_AUTHOR_EMAIL="${email%>}"
+GIT_AUTHOR_NAME=$(ident_name "$who")
+GIT_AUTHOR_EMAIL=$(ident_email "$who")
+export GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL
 export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
 git_k() { git -C "$KSRC" "$@"; }
 git_am() { git -C "$AM" "$@"; }
