@@ -96,10 +96,10 @@ migrate-bench: KERNELS = $(MIGRATE_KERNELS)
 migrate-bench: initramfs ## ordinary memory: mbind() moves of 4 kB to 1 MB folios between NUMA nodes, pristine vs the series
 	@PASSES=$(BENCH_PASSES) APPEND="dm_BENCH_ITERS=$(BENCH_ITERS) $(if $(BENCH_CPU),dm_BENCH_CPU=$(BENCH_CPU))" \
 		vm/check.sh migrate-bench $(KERNELS)
-	@python3 vm/migrate_report.py "$$(readlink -f $${DMIRROR_THP_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/dmirror-thp}/logs/latest)"
+	@python3 vm/report/migrate_report.py "$$(readlink -f $${DMIRROR_THP_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/dmirror-thp}/logs/latest)"
 
 # The randomized soak: SOAK_SECONDS of the stress, the fuzzer, stress-ng
-# and trinity (vm/plans/soak); SEED replays one.
+# and trinity (vm/guest/plans/soak); SEED replays one.
 SOAK_SECONDS ?= 600
 soak: KERNELS = $(KERNEL)
 soak: initramfs ## randomized soak: stress + fuzzer + stress-ng + trinity (SOAK_SECONDS, SEED)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Run a plan on one or more kernels (vm/run.sh each), then report every
-# result and a last line "N passed, N failed, N skipped" (vm/results.py),
+# result and a last line "N passed, N failed, N skipped" (vm/report/results.py),
 # also as KTAP (results.ktap, a subtest per kernel) and JSON
 # (results.json).  Exit status 0 only if nothing failed and every console
 # is clean.
@@ -46,12 +46,12 @@ for pass in $(seq "$PASSES"); do
 	set -- "${@:2}" "$1"
 done
 
-# The one reader of the guests' output (vm/results.py): the files they
+# The one reader of the guests' output (vm/report/results.py): the files they
 # sent, one line per test, results.ktap and the consoles' verdicts.
 # results.json is what the kernel tree's own KTAP parser makes of
 # results.ktap.
 st=0
-python3 "$TOP/vm/results.py" "$RUN" > "$RUN/summary.txt" || st=$?
+python3 "$TOP/vm/report/results.py" "$RUN" > "$RUN/summary.txt" || st=$?
 cat "$RUN/summary.txt"
 # kunit.py exits non-zero when the document has a failing test; what
 # matters here is only that it could read it.

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Pack the selected kernel's guest initramfs: busybox, /init, the plans, the
-# modules, the test binaries, and what vm/expect.list expects of this
-# kernel.
+# Pack the selected kernel's guest initramfs: busybox, /init, the plans and
+# their libraries (vm/guest/), the modules, the test binaries, and what
+# vm/expect.list expects of this kernel.
 #
 # initramfs.sh [IMAGE]   IMAGE: full (default: every module and test) or
 #                        stock (the tree's own modules and hmm-tests only);
@@ -22,17 +22,19 @@ USR=$CACHE/userspace
 R=$STAGE/initramfs-$image
 rm -rf "$R"
 mkdir -p "$R"/bin "$R"/dev "$R"/proc "$R"/sys "$R"/tmp "$R"/lib/modules \
-	"$R"/selftests "$R"/plans "$R"/root "$R"/host "$R"/etc/dmirror-thp
+	"$R"/selftests "$R"/plans "$R"/root "$R"/host "$R"/etc/dmirror-thp \
+	"$R"/lib/dmirror-thp
 cp "$BUSYBOX" "$R/bin/busybox"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' > "$R/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$R/etc/group"
-cp "$TOP/vm/init" "$R/init"
+cp "$TOP/vm/guest/init" "$R/init"
 chmod 755 "$R/init"
-cp "$TOP"/vm/plans/* "$R/plans/"
+cp "$TOP"/vm/guest/plans/* "$R/plans/"
+cp "$TOP"/vm/guest/*.sh "$R/lib/dmirror-thp/"
 echo "$KERNEL" > "$R/etc/dmirror-thp/kernel"
 # The tests this kernel runs in a boot of their own, because they crash it,
 # and those its guest cannot run (vm/expect.list): the plans leave them out.
-python3 "$TOP/vm/expect.py" exclude "$KERNEL" "$FLAVOR" > "$R/etc/dmirror-thp/exclude" ||
+python3 "$TOP/vm/report/expect.py" exclude "$KERNEL" "$FLAVOR" > "$R/etc/dmirror-thp/exclude" ||
 	die "vm/expect.list cannot be read"
 
 # The stock image needs only the tree's modules and hmm-tests; every other

@@ -14,10 +14,13 @@ KMAKE=(locked make -C "$KSRC" O="$KBUILD" "CC=${KCC:-ccache gcc}" KCFLAGS=-pipe
 
 # The common fragment, then what a source version changes, then the
 # flavour's: a later fragment overrides an earlier one.
-frags="$TOP/vm/kernel.config"
-[ -f "$TOP/vm/kernel-$KVER.config" ] && frags="$frags $TOP/vm/kernel-$KVER.config"
-[ "$FLAVOR" = debug ] && frags="$frags $TOP/vm/kernel-debug.config"
-key=$(cat $frags | sha256sum | cut -c1-16)
+frags="$TOP/vm/config/base.config"
+[ -f "$TOP/vm/config/$KVER.config" ] && frags="$frags $TOP/vm/config/$KVER.config"
+[ "$FLAVOR" = debug ] && frags="$frags $TOP/vm/config/debug.config"
+# What the fragments set ("# CONFIG_X is not set" included), not their
+# comments or where they live.
+key=$(cat $frags | sed -e '/^# CONFIG_[A-Za-z0-9_]* is not set/b' \
+	-e '/^[[:space:]]*#/d' -e '/^[[:space:]]*$/d' | sha256sum | cut -c1-16)
 
 mkdir -p "$KBUILD"
 if [ "$(cat "$KBUILD/.dmirror-config" 2>/dev/null)" != "$key" ]; then

@@ -8,7 +8,8 @@
 # run/KERNEL/console-PLAN.log, results-PLAN.log and (with python3)
 # run/results.ktap.
 #
-# LAB_PLAN=thp (a plan of vm/plans)  LAB_DIR=$CACHE/lab-bundle/$KERNEL-$FLAVOR
+# LAB_PLAN=thp (a plan of vm/guest/plans)
+# LAB_DIR=$CACHE/lab-bundle/$KERNEL-$FLAVOR
 # MEM=3G  SMP=2  SWAP=512M
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -23,14 +24,15 @@ KIMAGE=$KBUILD/arch/x86/boot/bzImage
 INITRD=$STAGE/initramfs-full.cpio.gz
 [ -f "$KIMAGE" ] || die "no kernel at $KIMAGE: run 'make kernel KERNEL=$KERNEL'"
 [ -f "$INITRD" ] || die "no initramfs at $INITRD: run 'make initramfs KERNEL=$KERNEL'"
-[ -f "$TOP/vm/plans/$PLAN" ] || die "no plan vm/plans/$PLAN"
+[ -f "$TOP/vm/guest/plans/$PLAN" ] || die "no plan vm/guest/plans/$PLAN"
 
 rm -rf "$OUT"
 mkdir -p "$OUT/modules"
 cp "$KIMAGE" "$OUT/bzImage"
 cp "$INITRD" "$OUT/initramfs.cpio.gz"
 cp "$STAGE"/initramfs-full/lib/modules/*.ko "$OUT/modules/"
-cp "$TOP/vm/results.py" "$TOP/vm/expect.py" "$TOP/vm/expect.list" "$OUT/"
+cp "$TOP"/vm/report/results.py "$TOP"/vm/report/expect.py "$TOP"/vm/expect.list \
+	"$OUT/"
 truncate -s "$SWAP" "$OUT/swap.img"
 
 # The guest of make check, under TCG (labs rarely nest KVM), with the
@@ -126,7 +128,7 @@ actions:
     - name: dmirror-thp-$PLAN
       start: "### BEGIN plan="
       end: "### END status="
-      pattern: '$(python3 "$TOP/vm/results.py" --lava-pattern)'
+      pattern: '$(python3 "$TOP/vm/report/results.py" --lava-pattern)'
       fixupdict: {"ok": pass, "not ok": fail, "not-ok": fail}
 EOF
 # What a lab's qemu device type renders for this job (lava-server's

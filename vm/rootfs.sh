@@ -40,6 +40,9 @@ R=$STAGE/initramfs-full
 rm -rf "$O"
 mkdir -p "$O"
 cp -a "$R/lib/modules" "$R/selftests" "$R/plans" "$O/"
+# The plans' library where they look for it.
+rm -rf "$ROOTFS/lib/dmirror-thp"
+cp -a "$R/lib/dmirror-thp" "$ROOTFS/lib/"
 # hmm-tests, the bench and the stress: every binary of the stage but busybox.
 for b in "$R"/bin/*; do
 	[ "$(basename "$b")" = busybox ] || cp -a "$b" "$O/"

@@ -4,9 +4,9 @@
 # a boot of its own, then (with --crashes) each test that vm/expect.list
 # expects to crash this kernel, each in a boot of its own too.  The boots'
 # logs go to RUN_DIR/$KERNEL, listed in its file "boots"; vm/check.sh,
-# which calls this, reads them (vm/results.py).
+# which calls this, reads them (vm/report/results.py).
 #
-# run.sh [--crashes] PLAN   PLAN: a plan of vm/plans, or several (a+b)
+# run.sh [--crashes] PLAN   PLAN: a plan of vm/guest/plans, or several (a+b)
 # run.sh --shell            interactive guest (ttyS0 on stdio), host folder
 #                           on 9p; GDB=1 (any plan) adds QEMU's gdbstub (-s,
 #                           on :1234) and stops the guest before its first
@@ -96,7 +96,7 @@ fi
 [ -n "${RUN_DIR:-}" ] || die "run.sh is called by vm/check.sh, which sets RUN_DIR"
 plans=$(echo "$PLAN" | tr '+' ' ')
 for p in $plans; do
-	[ -f "$TOP/vm/plans/$p" ] || die "no plan vm/plans/$p"
+	[ -f "$TOP/vm/guest/plans/$p" ] || die "no plan vm/guest/plans/$p"
 done
 K=$RUN_DIR/$KERNEL
 mkdir -p "$K"
@@ -134,4 +134,4 @@ while read -r suite test; do
 	boot "crash-$n" crash 600 \
 		"plan=crash oops=panic panic_on_warn=1 dm_CRASH_SUITE=$suite dm_CRASH_TEST=$test" \
 		"$suite" "$test"
-done < <(python3 "$TOP/vm/expect.py" crashes "$KERNEL" "$FLAVOR")
+done < <(python3 "$TOP/vm/report/expect.py" crashes "$KERNEL" "$FLAVOR")

@@ -5,7 +5,7 @@
 results.py RUN_DIR
 results.py --lava-pattern   the LAVA monitor pattern of the line format
 
-The guest's line format (what vm/init and the test programs write to the
+The guest's line format (what vm/guest/init and the test programs write to the
 results port, ttyS1, or to the console with dm_OUT=ttyS0), defined here
 and read only here and by the LAVA monitor of make lab-bundle, whose
 pattern is LAVA_PATTERN below:
@@ -42,8 +42,8 @@ kernel console).  Writes:
                            console verdict as a test line of its own
   RUN_DIR/splats.txt       the consoles' reports, with context
 
-What vm/expect.list expects of a kernel (vm/expect.py) is applied here: an
-allowed skip is a skip, any other skip a failure; an expected failure is
+What vm/expect.list expects of a kernel (vm/report/expect.py) is applied
+here: an allowed skip is a skip, any other skip a failure; an expected failure is
 XFAIL ("ok ... # XFAIL", counted with the passes, as kselftest and
 kunit.py count it), an expected failure that passes (XPASS) a failure; a
 crash boot passes as XFAIL only if its console shows the expected report.

@@ -1,27 +1,9 @@
-# make soak: SOAK_SECONDS (default 600; make check's soak-short plan: 60)
-# of hmm-thp-stress with every folio order (-m), worker processes (-p) and
-# its mm operations, with the ioctl fuzzer on the same device, under load
-# from outside: stress-ng's mm stressors, trinity on the vm syscalls (as
-# nobody; first, alone, on device 1's ioctls), NUMA balancing, KSM
-# scanning, and a memcg whose memory.high keeps the stress's memory under
-# reclaim.  SEED (default: the time) seeds the stress, the fuzzer and
-# trinity; every failure prints it, and SEED= replays the same draws.
-#
-# Then what must hold: every byte verified (the stress and the fuzzer),
-# the pools balanced (the stress), AnonHugePages and nr_page_table_pages
-# back to their baseline once the load is gone, the module unloading,
-# kmemleak clean, and the module loading and unloading again.
-#
-# Where vm/expect.list leaves the stress out (a kernel that cannot take it),
-# none of the load runs either.
-if left_out soak-stress; then
-	suite soak-stress 0 true
-	suite soak-fuzz 0 true
-	return 0
-fi
+# shellcheck shell=sh
+# SPDX-License-Identifier: GPL-2.0
+# The soak's load and its checks (vm/guest/plans/soak runs them as steps):
+# sourced by the plan in the guest, after /init's step, suite and left_out.
 secs=${SOAK_SECONDS:-600}
 seed=${SEED:-$(date +%s)}
-echo "# soak: $secs s, seed $seed (SEED=$seed replays it), ${FLAVOR:-normal} flavour"
 
 # trinity runs as nobody, on the vm group without these (what would take
 # the guest down, or its swap, and module loading), and on device 1's
@@ -246,25 +228,9 @@ fuzz_start()
 	fuzz=$!
 }
 
-step "load dmirror-thp" insmod /lib/modules/dmirror-thp.ko
-step "trinity's ioctl fuzzing of device 1 ran, nothing of it left" trinity_ioctl
-step "baseline" baseline
-step "NUMA balancing, KSM and a memcg on" load_on
-step "trinity on the vm group set up" trinity_vm_start
-step "stress-ng started" load_start
-fuzz_start
-# Without -T: under reclaim and the load, a folio order may not move
-# whole both ways in a short run (make check's stress-short requires it);
-# the counts per order are in its output all the same.
-suite soak-stress $((secs + 300)) sh -c \
-	"echo \$\$ > /sys/fs/cgroup/soak/cgroup.procs && exec /bin/hmm-thp-stress -p -P -m -t 4 -r 4 -s $secs -g $grace -S $seed"
-echo "# the memcg's reclaim: $(grep -E '^(pgscan|pgsteal|thp_fault_alloc|thp_collapse_alloc) ' /sys/fs/cgroup/soak/memory.stat | tr '\n' ' ')"
-wait $fuzz
-suite soak-fuzz 10 sh -c 'cat /tmp/fuzz.tap; exit "$(cat /tmp/fuzz.rc)"'
-step "stress-ng and trinity ended, nothing of theirs failed" load_stop
-step "NUMA balancing and KSM off" load_off
-step "AnonHugePages and page tables back to the baseline" back_to_baseline
-step "unload dmirror-thp" rmmod dmirror_thp
-step "kmemleak scan after unload" kmemleak_scan
-step "load dmirror-thp again" insmod /lib/modules/dmirror-thp.ko
-step "unload dmirror-thp again" rmmod dmirror_thp
+# What the memcg's reclaim did while the stress ran in it.
+memcg_reclaim()
+{
+	echo "# the memcg's reclaim: $(grep -E '^(pgscan|pgsteal|thp_fault_alloc|thp_collapse_alloc) ' \
+		/sys/fs/cgroup/soak/memory.stat | tr '\n' ' ')"
+}
