@@ -19,9 +19,10 @@
  *   evict.c     eviction (RELEASE, device removal)
  *   migrate.c   the migrate_vma loop, and the destinations: allocation, copy
  *   devmem.c    the allocator: chunks, pools, backing store
- *   copy.c      page copies to and from user space
+ *   bench.c     the copy ceiling: HMM_DMIRROR_COPY_BENCH
  *   clock.c     the phase clock: HMM_DMIRROR_PHASES and the trace events
  *               (trace.h)
+ *   copy.c      page copies to and from user space
  *   compat.c    hmm_range_fault_unlocked_timeout() where the tree lacks it
  *               (compat.h: the 7.3 API on 6.12, from Kbuild's probes)
  *
@@ -215,15 +216,18 @@ struct dmirror_migrate_ctx {
 	u64			t;
 };
 
+/* copy.c: page copies to and from user space */
+int dmirror_copy_page_to_user(void __user *to, struct page *page);
+int dmirror_copy_page_from_user(void *to, const void __user *from);
+
 /* clock.c: the phase clock, counted and traced */
 void dmirror_clock_start(struct dmirror_migrate_ctx *ctx, unsigned int path);
 void dmirror_clock_lap(struct dmirror_migrate_ctx *ctx, unsigned int phase);
 void dmirror_trace_window(struct dmirror_migrate_ctx *ctx,
 			  const struct migrate_vma *args);
 
-/* copy.c: page copies to and from user space */
-int dmirror_copy_page_to_user(void __user *to, struct page *page);
-int dmirror_copy_page_from_user(void *to, const void __user *from);
+/* bench.c: the copy ceiling, HMM_DMIRROR_COPY_BENCH */
+int dmirror_copy_bench(struct dmirror_thp_copy_bench *cb);
 
 /* devmem.c: the allocator */
 int dmirror_devmem_init(struct dmirror_device *mdevice, unsigned int max_chunks,
@@ -254,8 +258,6 @@ unsigned long dmirror_count_to_sys(struct dmirror_device *mdevice,
 				   const unsigned long *src,
 				   const unsigned long *dst,
 				   unsigned long npages);
-int dmirror_copy_bench(struct dmirror_thp_copy_bench *cb);
-
 /* evict.c: eviction */
 void dmirror_evict_all(struct dmirror_device *mdevice, struct dmirror *dmirror);
 int dmirror_evict_drain(struct dmirror_device *mdevice);
