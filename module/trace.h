@@ -11,7 +11,7 @@
  *                       how many compound (a folio moving whole)
  *
  * trace-cmd record -e dmirror_thp, perf trace -e 'dmirror_thp:*', or
- * bpftrace; README.md shows a trace of one THP round trip.
+ * bpftrace; docs/tracing.md shows a trace of one THP round trip.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM dmirror_thp
