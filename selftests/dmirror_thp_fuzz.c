@@ -15,15 +15,17 @@
  *           kernel address, a scratch buffer, the THP itself, PROT_NONE,
  *           and unaligned;
  *   npages: 0, 1, 511, 512, 513, DMIRROR_THP_MAX_PAGES and one more, ~0.
- * The errno must be one that uapi/dmirror_thp_uapi.h documents for the
- * command; where the arguments decide it alone (an unaligned address, no
- * pages, too many, a range that ends above user space, a foreign mm), it
- * must be exactly that one.  The THP's bytes never change: nothing reads
- * into it, and a WRITE over it takes its bytes from the read-only copy or
- * from itself (fuzz_safe_ptr() redirects the other draws).  Every mapping
- * is followed by a PROT_NONE guard, so that a range or a buffer that runs
- * past its end meets EFAULT, not the next mapping.  The fixture's teardown
- * checks that the device pools balance and hold nothing.
+ * The commands are the rows of the helpers' dm_iocs[] that take struct
+ * hmm_dmirror_cmd.  The errno must be one that uapi/dmirror_thp_uapi.h
+ * documents for the command (dm_iocs[] lists them); where the arguments
+ * decide it alone (an unaligned address, no pages, too many, a range that
+ * ends above user space, a foreign mm), it must be exactly that one.  The
+ * THP's bytes never change: nothing reads into it, and a WRITE over it
+ * takes its bytes from the read-only copy or from itself (fuzz_safe_ptr()
+ * redirects the other draws).  Every mapping is followed by a PROT_NONE
+ * guard, so that a range or a buffer that runs past its end meets EFAULT,
+ * not the next mapping.  The fixture's teardown checks that the device
+ * pools balance and hold nothing.
  *
  * DMIRROR_THP_FUZZ_SECONDS (default 10) bounds each random test,
  * DMIRROR_THP_FUZZ_SEED (default: the time) seeds it; a failure prints the
@@ -46,37 +48,6 @@
 
 #define SEED_BYTE	151
 #define FUZZ_THREADS	4
-
-enum cmd_kind { K_RANGE, K_RELEASE, K_FLAGS };
-
-/* The commands of struct hmm_dmirror_cmd, and the errnos each may give. */
-static const struct fuzz_cmd {
-	const char	*name;
-	unsigned long	nr;
-	enum cmd_kind	kind;
-	const int	*errnos;	/* 0-terminated, besides success */
-} cmds[] = {
-#define E(...)	((const int[]){ __VA_ARGS__, 0 })
-	{ "READ", HMM_DMIRROR_READ, K_RANGE, E(EFAULT, EINVAL, ENOMEM, EBUSY) },
-	{ "READ_UNLOCKED", HMM_DMIRROR_READ_UNLOCKED, K_RANGE,
-	  E(EFAULT, EINVAL, ENOMEM, EBUSY, EINTR) },
-	{ "WRITE", HMM_DMIRROR_WRITE, K_RANGE,
-	  E(EFAULT, EINVAL, ENOMEM, EBUSY, EPERM) },
-	{ "MIGRATE_TO_DEV", HMM_DMIRROR_MIGRATE_TO_DEV, K_RANGE,
-	  E(EFAULT, EINVAL, ENOENT, ENOMEM, EBUSY) },
-	{ "MIGRATE_TO_SYS", HMM_DMIRROR_MIGRATE_TO_SYS, K_RANGE,
-	  E(EFAULT, EINVAL, ENOMEM, EBUSY) },
-	{ "SNAPSHOT", HMM_DMIRROR_SNAPSHOT, K_RANGE,
-	  E(EFAULT, EINVAL, ENOMEM, EBUSY) },
-	{ "EXCLUSIVE", HMM_DMIRROR_EXCLUSIVE, K_RANGE,
-	  E(EFAULT, EINVAL, ENOENT, ENOMEM, EBUSY) },
-	{ "CHECK_EXCLUSIVE", HMM_DMIRROR_CHECK_EXCLUSIVE, K_RANGE,
-	  E(EFAULT, EINVAL, EPERM) },
-	{ "RELEASE", HMM_DMIRROR_RELEASE, K_RELEASE, E(EFAULT) },
-	{ "FLAGS", HMM_DMIRROR_FLAGS, K_FLAGS, E(EFAULT, EINVAL) },
-#undef E
-};
-#define NR_CMDS	(sizeof(cmds) / sizeof(cmds[0]))
 
 /* What the tables point at: made once per test by maps_setup(). */
 struct fuzz_maps {
@@ -204,28 +175,18 @@ static void maps_teardown(struct fuzz_maps *m)
 		close(m->memfd);
 }
 
-static bool errno_documented(const struct fuzz_cmd *fc, int err)
-{
-	const int *e;
-
-	for (e = fc->errnos; *e; e++)
-		if (*e == err)
-			return true;
-	return false;
-}
-
 /*
  * The errno the arguments alone decide, or 0 when the kernel's state
  * decides (then any documented one, or success, will do).
  */
-static int decided_errno(const struct fuzz_cmd *fc, uint64_t addr,
+static int decided_errno(const struct dm_ioc *fc, uint64_t addr,
 			 uint64_t npages, bool foreign)
 {
 	uint64_t end;
 
-	if (fc->kind == K_FLAGS)
+	if (fc->arg == DM_ARG_FLAGS)
 		return npages & ~(uint64_t)HMM_DMIRROR_FLAGS_ALL ? EINVAL : 0;
-	if (fc->kind == K_RELEASE)
+	if (fc->arg == DM_ARG_RELEASE)
 		return 0;
 	if (foreign || addr % DM_PAGE_SIZE || !npages ||
 	    npages > DMIRROR_THP_MAX_PAGES ||
@@ -250,27 +211,27 @@ static bool overlaps(uint64_t a, uint64_t n, uint64_t b, uint64_t len)
  * takes its bytes from the copy or from the THP itself.
  */
 static uint64_t fuzz_safe_ptr(const struct fuzz_maps *m,
-			      const struct fuzz_cmd *fc, uint64_t addr,
+			      const struct dm_ioc *fc, uint64_t addr,
 			      uint64_t ptr, uint64_t npages)
 {
 	uint64_t thp = (uintptr_t)m->thp;
 
-	if (fc->kind != K_RANGE)
-		return ptr;
-	if (fc->nr == HMM_DMIRROR_WRITE)
+	switch (fc->dir) {
+	case DM_PTR_IN:
 		return overlaps(addr, npages, thp, DM_THP_SIZE) &&
 		       ptr != (uintptr_t)m->copy && ptr != thp ?
 		       (uintptr_t)m->copy : ptr;
-	if (fc->nr == HMM_DMIRROR_MIGRATE_TO_SYS ||
-	    fc->nr == HMM_DMIRROR_CHECK_EXCLUSIVE)
+	case DM_PTR_OUT:
+		return overlaps(ptr, npages, thp, DM_THP_SIZE) ?
+		       (uintptr_t)m->scratch : ptr;
+	default:
 		return ptr;
-	return overlaps(ptr, npages, thp, DM_THP_SIZE) ?
-	       (uintptr_t)m->scratch : ptr;
+	}
 }
 
 /* One call: 0 if its outcome is one the uapi allows, else -1 with why. */
 static int fuzz_one(int fd, const struct fuzz_maps *m,
-		    const struct fuzz_cmd *fc, uint64_t addr, uint64_t ptr,
+		    const struct dm_ioc *fc, uint64_t addr, uint64_t ptr,
 		    uint64_t npages, bool foreign, char *why, size_t len)
 {
 	struct hmm_dmirror_cmd cmd = {
@@ -280,11 +241,11 @@ static int fuzz_one(int fd, const struct fuzz_maps *m,
 	int want, err;
 
 	/* FLAGS with FAIL_ALLOC would only arm a failure: keep it disarmed. */
-	if (fc->kind == K_FLAGS)
+	if (fc->arg == DM_ARG_FLAGS)
 		cmd.npages &= ~(uint64_t)HMM_DMIRROR_FLAG_FAIL_ALLOC;
 	want = decided_errno(fc, addr, cmd.npages, foreign);
 	err = ioctl(fd, fc->nr, &cmd) ? errno : 0;
-	if (want ? err == want : !err || errno_documented(fc, err))
+	if (want ? err == want : !err || dm_ioc_errno_ok(fc, err))
 		return 0;
 	snprintf(why, len, "%s addr %#llx ptr %#llx npages %#llx%s: %s, want %s",
 		 fc->name, (unsigned long long)addr, (unsigned long long)cmd.ptr,
@@ -335,9 +296,9 @@ static void *fuzz_loop(void *arg)
 
 	while (dm_now() < r->end && !r->failed) {
 		uint64_t x = xorshift(&s);
-		const struct fuzz_cmd *fc = &cmds[x % NR_CMDS];
+		const struct dm_ioc *fc = &dm_iocs[x % DM_IOC_NR_CMD];
 
-		x /= NR_CMDS;
+		x /= DM_IOC_NR_CMD;
 		r->failed = fuzz_one(r->fd, r->m, fc,
 				     fuzz_addr(r->m, x % NR_ADDRS),
 				     fuzz_ptr(r->m, x / NR_ADDRS % NR_PTRS),
@@ -397,12 +358,12 @@ TEST_F_TIMEOUT(fuzz, every_combination, 300)
 	int bad = 0;
 	char why[256];
 
-	for (c = 0; c < NR_CMDS; c++)
+	for (c = 0; c < DM_IOC_NR_CMD; c++)
 		for (a = 0; a < NR_ADDRS; a++)
 			for (p = 0; p < NR_PTRS; p++)
 				for (n = 0; n < NR_NPAGES; n++) {
 					if (!fuzz_one(self->fd, &self->m,
-						      &cmds[c],
+						      &dm_iocs[c],
 						      fuzz_addr(&self->m, a),
 						      fuzz_ptr(&self->m, p),
 						      npages_table[n], false,

@@ -83,6 +83,52 @@ int dm_write(int fd, void *addr, size_t npages, void *mirror,
 int dm_release(int fd);
 int dm_set_flags(int fd, uint64_t flags);
 
+/*
+ * Every ioctl of uapi/dmirror_thp_uapi.h, in the order of its numbers: a
+ * test that walks the commands walks this table (DM_IOC_* index it).
+ * @arg: what the argument is; @dir: which way the bytes behind cmd.ptr
+ * go, i.e. what a test may aim ptr at; @errnos: what the uapi documents
+ * for the command to a caller whose opener is alive, 0-terminated (the
+ * command may also succeed).
+ */
+enum dm_ioc_arg {
+	DM_ARG_RANGE,	/* struct hmm_dmirror_cmd: addr, ptr, npages */
+	DM_ARG_RELEASE,	/* struct hmm_dmirror_cmd, read and ignored */
+	DM_ARG_FLAGS,	/* struct hmm_dmirror_cmd, npages the flag word */
+	DM_ARG_OWN,	/* a struct of its own, or none */
+};
+
+enum dm_ioc_dir {
+	DM_PTR_NONE,	/* ptr is not used */
+	DM_PTR_OUT,	/* the device writes device data or SNAPSHOT bytes */
+	DM_PTR_IN,	/* the device reads the bytes it writes (WRITE) */
+};
+
+struct dm_ioc {
+	const char	*name;
+	unsigned long	nr;
+	enum dm_ioc_arg	arg;
+	enum dm_ioc_dir	dir;
+	const int	*errnos;
+};
+
+enum {
+	DM_IOC_READ, DM_IOC_WRITE, DM_IOC_MIGRATE_TO_DEV, DM_IOC_MIGRATE_TO_SYS,
+	DM_IOC_SNAPSHOT, DM_IOC_EXCLUSIVE, DM_IOC_CHECK_EXCLUSIVE,
+	DM_IOC_RELEASE, DM_IOC_FLAGS, DM_IOC_READ_UNLOCKED,
+	/* the ones above take struct hmm_dmirror_cmd */
+	DM_IOC_NR_CMD,
+	DM_IOC_STATS = DM_IOC_NR_CMD, DM_IOC_STATS_RESET, DM_IOC_PHASES,
+	DM_IOC_COPY_BENCH, DM_IOC_ORDER_STATS,
+	DM_IOC_NR,
+};
+
+extern const struct dm_ioc dm_iocs[DM_IOC_NR];
+/* err is among ioc's documented errnos */
+bool dm_ioc_errno_ok(const struct dm_ioc *ioc, int err);
+/* the command's name, for a log line, or "unknown" */
+const char *dm_ioc_name(unsigned long nr);
+
 int dm_stats(int fd, struct dmirror_thp_stats *st);
 int dm_order_stats(int fd, struct dmirror_thp_order_stats *os);
 int dm_stats_reset(int fd);

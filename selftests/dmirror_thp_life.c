@@ -1038,20 +1038,6 @@ TEST_F(two_files, read_the_other_files_device_memory)
 
 /* ---- bad input: ranges ---- */
 
-enum { OP_READ, OP_WRITE, OP_TO_DEV, OP_TO_SYS, OP_SNAPSHOT, OP_EXCL,
-       OP_CHECK_EXCL, OP_READ_UNLOCKED, OP_NR };
-
-static const unsigned long op_ioctl[OP_NR] = {
-	HMM_DMIRROR_READ, HMM_DMIRROR_WRITE, HMM_DMIRROR_MIGRATE_TO_DEV,
-	HMM_DMIRROR_MIGRATE_TO_SYS, HMM_DMIRROR_SNAPSHOT, HMM_DMIRROR_EXCLUSIVE,
-	HMM_DMIRROR_CHECK_EXCLUSIVE, HMM_DMIRROR_READ_UNLOCKED,
-};
-
-static const char *const op_name[OP_NR] = {
-	"READ", "WRITE", "MIGRATE_TO_DEV", "MIGRATE_TO_SYS", "SNAPSHOT",
-	"EXCLUSIVE", "CHECK_EXCLUSIVE", "READ_UNLOCKED",
-};
-
 /* expected outcome of one op: 0 untested, XP_OK success, else the errno */
 #define XP_OK	-1
 /* success, and the pages with no vma read as HMM_DMIRROR_PROT_ERROR */
@@ -1069,14 +1055,14 @@ DM_FIXTURE(badrange);
 FIXTURE_VARIANT(badrange)
 {
 	enum range_kind kind;
-	int exp[OP_NR];
+	int exp[DM_IOC_NR_CMD];
 };
 
 #define BADRANGE(name, k, ...)						\
 	FIXTURE_VARIANT_ADD(badrange, name) { .kind = (k), .exp = __VA_ARGS__ }
 
 /*
- * The expected outcome of each command, in the order of op_name[]:
+ * The expected outcome of each command, in the order of dm_iocs[]:
  * READ, WRITE, MIGRATE_TO_DEV, MIGRATE_TO_SYS, SNAPSHOT, EXCLUSIVE and
  * CHECK_EXCLUSIVE.  READ_UNLOCKED answers what READ answers (uapi/): the
  * test takes READ's column for it.
@@ -1210,21 +1196,23 @@ TEST_F_TIMEOUT(badrange, bad_range, 60)
 		ASSERT_TRUE(false);
 	}
 
-	for (op = 0; op < OP_NR; op++) {
-		int want = variant->exp[op == OP_READ_UNLOCKED ? OP_READ : op];
+	for (op = 0; op < DM_IOC_NR_CMD; op++) {
+		const struct dm_ioc *ioc = &dm_iocs[op];
+		int col = op == DM_IOC_READ_UNLOCKED ? DM_IOC_READ : op;
+		int want = variant->exp[col];
 		int ret;
 
-		if (!want)
+		if (ioc->arg != DM_ARG_RANGE || !want)
 			continue;
-		ret = dm_cmd(self->c.fd[0], op_ioctl[op], addr, (uintptr_t)mirror,
+		ret = dm_cmd(self->c.fd[0], ioc->nr, addr, (uintptr_t)mirror,
 			     npages, NULL);
 		if (want == XP_OK) {
-			EXPECT_EQ(0, ret) TH_LOG("%s: %s", op_name[op], strerror(-ret));
+			EXPECT_EQ(0, ret) TH_LOG("%s: %s", ioc->name, strerror(-ret));
 		} else if (want == XP_SNAPERR) {
 			const unsigned char *m = (const unsigned char *)mirror;
 			uint64_t i, first = variant->kind == R_HALF_UNMAPPED;
 
-			EXPECT_EQ(0, ret) TH_LOG("%s: %s", op_name[op], strerror(-ret));
+			EXPECT_EQ(0, ret) TH_LOG("%s: %s", ioc->name, strerror(-ret));
 			for (i = first; !ret && i < npages; i++)
 				EXPECT_EQ(HMM_DMIRROR_PROT_ERROR, m[i]) TH_LOG("page %llu",
 									 (unsigned long long)i);
@@ -1233,7 +1221,7 @@ TEST_F_TIMEOUT(badrange, bad_range, 60)
 				EXPECT_NE(HMM_DMIRROR_PROT_ERROR, m[0]);
 		} else {
 			EXPECT_EQ(-want, ret)
-				TH_LOG("%s: want %s, got %s", op_name[op],
+				TH_LOG("%s: want %s, got %s", ioc->name,
 				       strerror(want), ret ? strerror(-ret) : "success");
 		}
 	}
@@ -1265,28 +1253,26 @@ TEST_F_TIMEOUT(badrange, bad_range, 60)
 
 DM_FIXTURE(badarg);
 
-/* A NULL or unmapped ioctl argument: EFAULT from every command. */
+/*
+ * A NULL or unmapped ioctl argument: EFAULT from every command of struct
+ * hmm_dmirror_cmd, and from STATS (the rows of dm_iocs[] up to it).
+ */
 TEST_F(badarg, bad_ioctl_argument)
 {
-	static const unsigned long all[] = {
-		HMM_DMIRROR_READ, HMM_DMIRROR_WRITE, HMM_DMIRROR_MIGRATE_TO_DEV,
-		HMM_DMIRROR_MIGRATE_TO_SYS, HMM_DMIRROR_SNAPSHOT,
-		HMM_DMIRROR_EXCLUSIVE, HMM_DMIRROR_CHECK_EXCLUSIVE,
-		HMM_DMIRROR_RELEASE, HMM_DMIRROR_FLAGS, HMM_DMIRROR_STATS,
-		HMM_DMIRROR_READ_UNLOCKED,
-	};
 	void *hole = mmap(NULL, DM_PAGE_SIZE, PROT_NONE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	size_t i;
+	unsigned int i;
 
 	ASSERT_NE(MAP_FAILED, hole);
-	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+	for (i = 0; i <= DM_IOC_STATS; i++) {
+		const struct dm_ioc *ioc = &dm_iocs[i];
+
 		errno = 0;
-		EXPECT_EQ(-1, ioctl(self->c.fd[0], all[i], NULL));
-		EXPECT_EQ(EFAULT, errno) TH_LOG("ioctl %#lx, NULL", all[i]);
+		EXPECT_EQ(-1, ioctl(self->c.fd[0], ioc->nr, NULL));
+		EXPECT_EQ(EFAULT, errno) TH_LOG("%s, NULL", ioc->name);
 		errno = 0;
-		EXPECT_EQ(-1, ioctl(self->c.fd[0], all[i], hole));
-		EXPECT_EQ(EFAULT, errno) TH_LOG("ioctl %#lx, PROT_NONE", all[i]);
+		EXPECT_EQ(-1, ioctl(self->c.fd[0], ioc->nr, hole));
+		EXPECT_EQ(EFAULT, errno) TH_LOG("%s, PROT_NONE", ioc->name);
 	}
 	munmap(hole, DM_PAGE_SIZE);
 }
@@ -1294,9 +1280,9 @@ TEST_F(badarg, bad_ioctl_argument)
 /* cmd.ptr not a valid user pointer: EFAULT from the commands that use it. */
 TEST_F(badarg, bad_cmd_ptr)
 {
-	static const unsigned long uses_ptr[] = {
-		HMM_DMIRROR_READ, HMM_DMIRROR_WRITE, HMM_DMIRROR_SNAPSHOT,
-		HMM_DMIRROR_MIGRATE_TO_DEV, HMM_DMIRROR_READ_UNLOCKED,
+	static const unsigned int uses_ptr[] = {
+		DM_IOC_READ, DM_IOC_WRITE, DM_IOC_SNAPSHOT,
+		DM_IOC_MIGRATE_TO_DEV, DM_IOC_READ_UNLOCKED,
 	};
 	struct dm_buf *b = DM_BUF(&self->c, DM_THP_SIZE, RW, DM_THP_ON);
 	uint64_t bad[] = { 0, 1, (uintptr_t)b->res };	/* NULL, odd, PROT_NONE */
@@ -1305,12 +1291,13 @@ TEST_F(badarg, bad_cmd_ptr)
 	dm_fill(b->ptr, DM_THP_SIZE, 130);
 	for (i = 0; i < sizeof(uses_ptr) / sizeof(uses_ptr[0]); i++)
 		for (j = 0; j < sizeof(bad) / sizeof(bad[0]); j++) {
-			int ret = dm_cmd(self->c.fd[0], uses_ptr[i],
+			const struct dm_ioc *ioc = &dm_iocs[uses_ptr[i]];
+			int ret = dm_cmd(self->c.fd[0], ioc->nr,
 					 (uintptr_t)b->ptr, bad[j],
 					 DM_THP_PAGES, NULL);
 
 			EXPECT_EQ(-EFAULT, ret)
-				TH_LOG("ioctl %#lx ptr %#llx: %s", uses_ptr[i],
+				TH_LOG("%s ptr %#llx: %s", ioc->name,
 				       (unsigned long long)bad[j], strerror(-ret));
 		}
 	/* A failed command corrupts nothing. */
