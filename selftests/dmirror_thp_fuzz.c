@@ -269,14 +269,6 @@ static double fuzz_seconds(void)
 	return e && *e ? atof(e) : 10;
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 struct fuzz_run {
 	int fd;
 	const struct fuzz_maps *m;
@@ -295,7 +287,7 @@ static void *fuzz_loop(void *arg)
 	uint64_t s = r->seed | 1;
 
 	while (dm_now() < r->end && !r->failed) {
-		uint64_t x = xorshift(&s);
+		uint64_t x = dm_rand(&s);
 		const struct dm_ioc *fc = &dm_iocs[x % DM_IOC_NR_CMD];
 
 		x /= DM_IOC_NR_CMD;

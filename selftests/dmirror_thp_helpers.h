@@ -257,4 +257,17 @@ void dm_hugetlb_restore(long old);
 
 double dm_now(void);	/* CLOCK_MONOTONIC seconds */
 
+/*
+ * xorshift64*, the fuzzer's and the stress's: cheap, and the same draws
+ * from the same seed, so that a failure's seed replays it.  The state
+ * must not be 0.
+ */
+static inline uint64_t dm_rand(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * 0x2545F4914F6CDD1DULL;
+}
+
 #endif /* DMIRROR_THP_HELPERS_H */

@@ -265,15 +265,6 @@ static int mthp_policy_restore(const struct mthp_policy *p)
 	return ret;
 }
 
-static uint64_t rnd(struct worker *w)
-{
-	/* xorshift64*: cheap, and reproducible from the seed. */
-	w->rng ^= w->rng >> 12;
-	w->rng ^= w->rng << 25;
-	w->rng ^= w->rng >> 27;
-	return w->rng * 0x2545F4914F6CDD1DULL;
-}
-
 static uint64_t pattern(struct worker *w, int r, unsigned long p, uint32_t gen)
 {
 	if (!gen)
@@ -427,8 +418,8 @@ static char *subrange(struct worker *w, struct region *rg,
 {
 	char *base = rg->addr;
 
-	*first = rnd(w) % rg->npages;
-	*n = 1 + rnd(w) % (rg->npages - *first);
+	*first = dm_rand(&w->rng) % rg->npages;
+	*n = 1 + dm_rand(&w->rng) % (rg->npages - *first);
 	w->first = *first;
 	w->n = *n;
 	return base + *first * PAGE;
@@ -520,7 +511,7 @@ static enum op pick_op(struct worker *w)
 
 	for (op = 0; op < OP_NR; op++)
 		total += op_weight[op];
-	x = rnd(w) % total;
+	x = dm_rand(&w->rng) % total;
 	for (op = 0; x >= op_weight[op]; op++)
 		x -= op_weight[op];
 	return op;
@@ -566,7 +557,7 @@ static int drop_pages(struct worker *w, struct region *rg, enum op op)
 /* mbind(MPOL_BIND, one node, MPOL_MF_MOVE), then the default policy. */
 static int do_mbind(struct worker *w, struct region *rg)
 {
-	unsigned long node = 1UL << (rnd(w) % 2);
+	unsigned long node = 1UL << (dm_rand(&w->rng) % 2);
 	size_t len = rg->npages * PAGE;
 
 	if (failed(w, "mbind(MPOL_BIND)",
@@ -596,7 +587,7 @@ static int do_madvise(struct worker *w, struct region *rg)
 	};
 	unsigned long first, n;
 	char *at = subrange(w, rg, &first, &n);
-	int a = advice[rnd(w) % 4];
+	int a = advice[dm_rand(&w->rng) % 4];
 
 	if (!RETRY_ENOMEM(w, madvise(at, n * PAGE, a)))
 		return 0;
@@ -621,7 +612,7 @@ static int do_mremap(struct worker *w, struct region *rg)
 {
 	const int how = MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP;
 	size_t len = rg->npages * PAGE;
-	char *to = w->spare + (rnd(w) & 1 ? PAGE : 0);
+	char *to = w->spare + (dm_rand(&w->rng) & 1 ? PAGE : 0);
 
 	if (RETRY_ENOMEM(w, mremap(rg->addr, len, len, how, to) ==
 			    MAP_FAILED ? -1 : 0)) {
@@ -798,7 +789,7 @@ static int do_live_child(struct worker *w, int r)
 
 static int one_op(struct worker *w)
 {
-	int r = rnd(w) % nr_regions;
+	int r = dm_rand(&w->rng) % nr_regions;
 	struct region *rg = &w->region[r];
 	enum op op = pick_op(w);
 	unsigned long first, n, p;
@@ -885,12 +876,12 @@ static int one_op(struct worker *w)
 		 * bringing that back is where a failing system-side THP
 		 * allocation falls back to a split.
 		 */
-		if (rnd(w) & 1)
+		if (dm_rand(&w->rng) & 1)
 			write_pages(w, r, 0, rg->npages);
 		break;
 	case OP_FAIL_ALLOC:
 		/* Arm or disarm the device's one-shot large-allocation failure. */
-		flags = rnd(w) & 1 ? HMM_DMIRROR_FLAG_FAIL_ALLOC : 0;
+		flags = dm_rand(&w->rng) & 1 ? HMM_DMIRROR_FLAG_FAIL_ALLOC : 0;
 		ret = dmirror(w, HMM_DMIRROR_FLAGS, NULL, flags);
 		break;
 	case OP_MBIND:
@@ -917,7 +908,7 @@ static int one_op(struct worker *w)
 	history_add(rg, op, w->first, w->n);
 	if (ret >= 0) {
 		/* Every operation ends with a full check, mostly by the device. */
-		ret = rnd(w) % 4 ? verify_device(w, r) : verify_cpu(w, r);
+		ret = dm_rand(&w->rng) % 4 ? verify_device(w, r) : verify_cpu(w, r);
 		if (ret && w->mismatches)
 			history_report(w, rg);
 	}
