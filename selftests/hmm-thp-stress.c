@@ -74,36 +74,61 @@
 #define THP		DM_THP_SIZE
 #define MAX_REGIONS	16
 
-enum op {
-	OP_TO_DEV, OP_READ_FAULT, OP_WRITE_FAULT, OP_TO_SYS, OP_DEV_WRITE,
-	OP_MUNMAP_REMAP, OP_MPROTECT, OP_DONTNEED, OP_FORK, OP_FAIL_ALLOC,
-	OP_REFRESH, OP_MBIND, OP_MADVISE, OP_MREMAP, OP_KSM, OP_UFFD_WP,
-	OP_LIVE_CHILD, OP_NR,
-};
+struct worker;
 
-static const char *const op_names[OP_NR] = {
-	"migrate_to_dev", "read_fault", "write_fault", "migrate_to_sys",
-	"device_write", "munmap_remap", "mprotect", "dontneed", "fork",
-	"fail_alloc", "refresh", "mbind", "madvise", "mremap", "ksm",
-	"uffd_wp", "live_child",
+/* What an operation needs of the guest: without it, it gets no weight. */
+enum {
+	NEED_NODE1	= 1 << 0,
+	NEED_KSM	= 1 << 1,
+	NEED_UFFD_WP	= 1 << 2,
 };
 
 /*
- * How often each operation is picked.  The ones that keep THPs whole
- * (migrations, refresh) outweigh the ones that split them, so that most
- * migrations see a PMD-mapped folio rather than the debris of a split.
+ * One operation on region @r of @w: 0 when done, 1 when a device command
+ * failed for memory or gave up (a soft error), -1 when it failed
+ * (w->failure says why).  A full check of the region follows all but -1.
  */
-static unsigned int op_weight[OP_NR] = {
-	[OP_TO_DEV] = 4, [OP_READ_FAULT] = 2, [OP_WRITE_FAULT] = 1,
-	[OP_TO_SYS] = 2, [OP_DEV_WRITE] = 2, [OP_MUNMAP_REMAP] = 1,
-	[OP_MPROTECT] = 1, [OP_DONTNEED] = 1, [OP_FORK] = 1,
-	[OP_FAIL_ALLOC] = 1, [OP_REFRESH] = 2, [OP_MBIND] = 1,
-	[OP_MADVISE] = 1, [OP_MREMAP] = 1, [OP_KSM] = 1, [OP_UFFD_WP] = 1,
-	[OP_LIVE_CHILD] = 1,
-};
+typedef int op_fn(struct worker *w, int r);
 
-/* Why an operation has weight 0 in this guest, or NULL. */
-static const char *op_missing[OP_NR];
+static op_fn op_to_dev, op_read_fault, op_write_fault, op_to_sys,
+	     op_dev_write, op_munmap_remap, op_mprotect, op_dontneed, op_fork,
+	     op_fail_alloc, op_refresh, op_mbind, op_madvise, op_mremap, op_ksm,
+	     op_uffd_wp, op_live_child;
+
+/*
+ * The operations and how often each is picked.  The ones that keep THPs
+ * whole (migrations, refresh) outweigh the ones that split them, so that
+ * most migrations see a PMD-mapped folio rather than the debris of a
+ * split.  The rows' order and weights decide what a seed picks.
+ */
+static const struct op {
+	const char	*name;
+	unsigned int	weight;
+	unsigned int	need;		/* NEED_* */
+	op_fn		*run;
+} ops[] = {
+	{ "migrate_to_dev",	4, 0,			op_to_dev },
+	{ "read_fault",		2, 0,			op_read_fault },
+	{ "write_fault",	1, 0,			op_write_fault },
+	{ "migrate_to_sys",	2, 0,			op_to_sys },
+	{ "device_write",	2, 0,			op_dev_write },
+	{ "munmap_remap",	1, 0,			op_munmap_remap },
+	{ "mprotect",		1, 0,			op_mprotect },
+	{ "dontneed",		1, 0,			op_dontneed },
+	{ "fork",		1, 0,			op_fork },
+	{ "fail_alloc",		1, 0,			op_fail_alloc },
+	{ "refresh",		2, 0,			op_refresh },
+	{ "mbind",		1, NEED_NODE1,		op_mbind },
+	{ "madvise",		1, 0,			op_madvise },
+	{ "mremap",		1, 0,			op_mremap },
+	{ "ksm",		1, NEED_KSM,		op_ksm },
+	{ "uffd_wp",		1, NEED_UFFD_WP,	op_uffd_wp },
+	{ "live_child",		1, 0,			op_live_child },
+};
+#define NR_OPS	(sizeof(ops) / sizeof(ops[0]))
+
+/* The NEED_* bits this guest lacks (probe_needs()). */
+static unsigned int missing;
 
 #define HISTORY		8
 
@@ -128,7 +153,7 @@ struct worker {
 	uint64_t rng;
 	struct region region[MAX_REGIONS];
 	uint64_t *buf;		/* the device's side of READ and WRITE */
-	uint64_t ops[OP_NR];
+	uint64_t op_count[NR_OPS];
 	uint64_t soft_errors;	/* ENOMEM / EBUSY: allowed under pressure */
 	uint64_t mremap_skips;	/* mremaps of a region split into vmas */
 	uint64_t readback_misses; /* ENOENT from a migration's read-back */
@@ -425,7 +450,7 @@ static char *subrange(struct worker *w, struct region *rg,
 	return base + *first * PAGE;
 }
 
-static void history_add(struct region *rg, enum op op, unsigned long first,
+static void history_add(struct region *rg, unsigned int op, unsigned long first,
 			unsigned long n)
 {
 	unsigned int i = rg->nhist++ % HISTORY;
@@ -446,7 +471,7 @@ static void history_report(struct worker *w, const struct region *rg)
 		k = i % HISTORY;
 		len += snprintf(w->failure + len, sizeof(w->failure) - len,
 				"; %s[%u+%u]",
-				op_names[rg->hist[k].op], rg->hist[k].first,
+				ops[rg->hist[k].op].name, rg->hist[k].first,
 				rg->hist[k].n);
 	}
 }
@@ -466,57 +491,6 @@ static struct worker *worker_copy(struct worker *w)
 	return c;
 }
 
-static int do_fork(struct worker *w, int r)
-{
-	unsigned long first, n;
-	struct worker *c;
-	pid_t pid;
-	int status;
-
-	subrange(w, &w->region[r], &first, &n);
-	c = worker_copy(w);
-	pid = c ? fork() : -1;
-	if (pid < 0) {
-		free(c);
-		w->soft_errors++;
-		return 0;
-	}
-	if (!pid) {
-		/* Holding the device open, it must not outlive a killed parent. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
-			_exit(1);
-		w = c;
-		/* The child sees the parent's data, then writes its own. */
-		if (verify_cpu(w, r))
-			_exit(1);
-		write_pages(w, r, first, n);
-		_exit(verify_cpu(w, r) ? 1 : 0);
-	}
-	free(c);
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status)) {
-		snprintf(w->failure, sizeof(w->failure),
-			 "fork child of region %d failed (status %#x)", r, status);
-		w->mismatches++;
-		return -1;
-	}
-	return 0;
-}
-
-static enum op pick_op(struct worker *w)
-{
-	unsigned int total = 0, x;
-	int op;
-
-	for (op = 0; op < OP_NR; op++)
-		total += op_weight[op];
-	x = dm_rand(&w->rng) % total;
-	for (op = 0; x >= op_weight[op]; op++)
-		x -= op_weight[op];
-	return op;
-}
-
 /* Record why a VMA operation failed, if it did: the run fails with it. */
 static int failed(struct worker *w, const char *what, int ret)
 {
@@ -533,168 +507,6 @@ static int remap(char *at, size_t len)
 	return mmap(at, len, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
 	       MAP_FAILED ? -1 : 0;
-}
-
-/* MADV_DONTNEED, or munmap and map again, a subrange: it reads as zero. */
-static int drop_pages(struct worker *w, struct region *rg, enum op op)
-{
-	unsigned long first, n;
-	char *at = subrange(w, rg, &first, &n);
-	size_t len = n * PAGE;
-
-	if (op == OP_DONTNEED) {
-		if (failed(w, "MADV_DONTNEED",
-			   RETRY_ENOMEM(w, madvise(at, len, MADV_DONTNEED))))
-			return -1;
-	} else if (failed(w, "munmap", RETRY_ENOMEM(w, munmap(at, len))) ||
-		   failed(w, "remap", RETRY_ENOMEM(w, remap(at, len)))) {
-		return -1;
-	}
-	memset(&rg->gen[first], 0, n * sizeof(rg->gen[0]));
-	return 0;
-}
-
-/* mbind(MPOL_BIND, one node, MPOL_MF_MOVE), then the default policy. */
-static int do_mbind(struct worker *w, struct region *rg)
-{
-	unsigned long node = 1UL << (dm_rand(&w->rng) % 2);
-	size_t len = rg->npages * PAGE;
-
-	if (failed(w, "mbind(MPOL_BIND)",
-		   RETRY_ENOMEM(w, syscall(SYS_mbind, rg->addr, len, MPOL_BIND,
-					   &node, 8 * sizeof(node),
-					   MPOL_MF_MOVE))))
-		return -1;
-	return failed(w, "mbind(MPOL_DEFAULT)",
-		      RETRY_ENOMEM(w, syscall(SYS_mbind, rg->addr, len,
-					      MPOL_DEFAULT, NULL, 0, 0)));
-}
-
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE	25
-#endif
-
-/*
- * An madvise that keeps the data: MADV_COLD, MADV_PAGEOUT (to swap),
- * MADV_WILLNEED or MADV_COLLAPSE, on a subrange.  MADV_COLLAPSE may refuse
- * what it cannot collapse (device-private entries among them): EAGAIN,
- * EINVAL, ENOMEM or EBUSY then count as soft errors.
- */
-static int do_madvise(struct worker *w, struct region *rg)
-{
-	static const int advice[] = {
-		MADV_COLD, MADV_PAGEOUT, MADV_WILLNEED, MADV_COLLAPSE,
-	};
-	unsigned long first, n;
-	char *at = subrange(w, rg, &first, &n);
-	int a = advice[dm_rand(&w->rng) % 4];
-
-	if (!RETRY_ENOMEM(w, madvise(at, n * PAGE, a)))
-		return 0;
-	if (a == MADV_COLLAPSE && (errno == EAGAIN || errno == EINVAL ||
-				   errno == EBUSY || errno == ENOMEM)) {
-		w->soft_errors++;
-		return 0;
-	}
-	return failed(w, a == MADV_COLLAPSE ? "MADV_COLLAPSE" : "madvise", -1);
-}
-
-#ifndef MREMAP_DONTUNMAP
-#define MREMAP_DONTUNMAP	4
-#endif
-
-/*
- * mremap the region to the spare place, aligned or a page off (which
- * splits a PMD), and back.  MREMAP_DONTUNMAP leaves each source mapped,
- * empty: no hole opens that another thread's mmap could take meanwhile.
- */
-static int do_mremap(struct worker *w, struct region *rg)
-{
-	const int how = MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP;
-	size_t len = rg->npages * PAGE;
-	char *to = w->spare + (dm_rand(&w->rng) & 1 ? PAGE : 0);
-
-	if (RETRY_ENOMEM(w, mremap(rg->addr, len, len, how, to) ==
-			    MAP_FAILED ? -1 : 0)) {
-		/*
-		 * EFAULT: the region spans several vmas (a subrange that
-		 * munmap_remap mapped again did not merge back): mremap
-		 * moves one vma at a time.  The next refresh makes it one.
-		 */
-		if (errno == EFAULT) {
-			w->mremap_skips++;
-			return 0;
-		}
-		return failed(w, "mremap away", -1);
-	}
-	if (RETRY_ENOMEM(w, mremap(to, len, len, how, rg->addr) ==
-			    MAP_FAILED ? -1 : 0))
-		return failed(w, "mremap back", -1);
-	return 0;
-}
-
-/* KSM merging of the region on, or off again. */
-static int do_ksm(struct worker *w, struct region *rg)
-{
-	int a = rg->ksm ? MADV_UNMERGEABLE : MADV_MERGEABLE;
-
-	if (failed(w, "MADV_(UN)MERGEABLE",
-		   RETRY_ENOMEM(w, madvise(rg->addr, rg->npages * PAGE, a))))
-		return -1;
-	rg->ksm = !rg->ksm;
-	return 0;
-}
-
-/*
- * uffd-wp on a subrange, a migration to the device and back under it,
- * then off: the protection rides on device-private entries.  Nothing
- * writes the region meanwhile (a write would wait for a handler there is
- * none of).
- */
-static int do_uffd_wp(struct worker *w, struct region *rg)
-{
-	struct uffdio_api api = {
-		.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP,
-	};
-	struct uffdio_register reg = {
-		.range = { (uintptr_t)rg->addr, rg->npages * PAGE },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	struct uffdio_writeprotect wp;
-	unsigned long first, n;
-	char *at = subrange(w, rg, &first, &n);
-	int uffd, ret = -1;
-
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
-	if (uffd < 0)
-		return failed(w, "userfaultfd", -1);
-	if (failed(w, "UFFDIO_API", ioctl(uffd, UFFDIO_API, &api)) ||
-	    failed(w, "UFFDIO_REGISTER",
-		   RETRY_ENOMEM(w, ioctl(uffd, UFFDIO_REGISTER, &reg))))
-		goto out;
-	wp = (struct uffdio_writeprotect){
-		.range = { (uintptr_t)at, n * PAGE },
-		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
-	if (failed(w, "UFFDIO_WRITEPROTECT",
-		   RETRY_ENOMEM(w, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp))))
-		goto out;
-	ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_DEV, rg->addr, rg->npages);
-	if (ret >= 0)
-		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_SYS, rg->addr,
-			      rg->npages);
-	if (ret < 0)
-		goto out;
-	wp.mode = 0;
-	ret = failed(w, "UFFDIO_WRITEPROTECT off",
-		     RETRY_ENOMEM(w, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp)));
-	if (!ret)
-		ret = failed(w, "UFFDIO_UNREGISTER",
-			     RETRY_ENOMEM(w, ioctl(uffd, UFFDIO_UNREGISTER,
-						   &reg.range)));
-out:
-	close(uffd);
-	return ret < 0 ? -1 : 0;
 }
 
 /* End the live child, if any: it must have seen its data intact. */
@@ -754,7 +566,341 @@ fail:
 	return 1;
 }
 
-static int do_live_child(struct worker *w, int r)
+/* ---- the operations, in the order of ops[] ---- */
+
+static int op_to_dev(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+
+	return dmirror(w, HMM_DMIRROR_MIGRATE_TO_DEV, rg->addr, rg->npages);
+}
+
+static int op_read_fault(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+	unsigned long first, n, p;
+	int ret = 0;
+
+	subrange(w, rg, &first, &n);
+	for (p = first; p < first + n && !ret; p++)
+		ret = check_page(w, (uint64_t *)(rg->addr + p * PAGE), r, p,
+				 "read fault");
+	return ret;
+}
+
+static int op_write_fault(struct worker *w, int r)
+{
+	unsigned long first, n;
+
+	subrange(w, &w->region[r], &first, &n);
+	write_pages(w, r, first, n);
+	return 0;
+}
+
+static int op_to_sys(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+
+	return dmirror(w, HMM_DMIRROR_MIGRATE_TO_SYS, rg->addr, rg->npages);
+}
+
+/* The device writes the next generation of a subrange. */
+static int op_dev_write(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+	unsigned long first, n, p;
+	int ret;
+
+	subrange(w, rg, &first, &n);
+	for (p = first; p < first + n; p++) {
+		uint32_t gen = rg->gen[p] + 1 ? rg->gen[p] + 1 : 1;
+
+		fill_page(w->buf + (p - first) * PAGE / 8,
+			  pattern(w, r, p, gen));
+	}
+	ret = dmirror(w, HMM_DMIRROR_WRITE, rg->addr + first * PAGE, n);
+	if (!ret) {
+		for (p = first; p < first + n; p++)
+			rg->gen[p] = rg->gen[p] + 1 ? rg->gen[p] + 1 : 1;
+	} else if (ret > 0) {
+		/*
+		 * A write that failed for memory may have written a prefix:
+		 * write the same next generation from the CPU.
+		 */
+		write_pages(w, r, first, n);
+		ret = 0;
+	}
+	return ret;
+}
+
+/* MADV_DONTNEED, or munmap and map again, a subrange: it reads as zero. */
+static int drop_pages(struct worker *w, int r, bool dontneed)
+{
+	struct region *rg = &w->region[r];
+	unsigned long first, n;
+	char *at = subrange(w, rg, &first, &n);
+	size_t len = n * PAGE;
+
+	if (dontneed) {
+		if (failed(w, "MADV_DONTNEED",
+			   RETRY_ENOMEM(w, madvise(at, len, MADV_DONTNEED))))
+			return -1;
+	} else if (failed(w, "munmap", RETRY_ENOMEM(w, munmap(at, len))) ||
+		   failed(w, "remap", RETRY_ENOMEM(w, remap(at, len)))) {
+		return -1;
+	}
+	memset(&rg->gen[first], 0, n * sizeof(rg->gen[0]));
+	return 0;
+}
+
+static int op_munmap_remap(struct worker *w, int r)
+{
+	return drop_pages(w, r, false);
+}
+
+static int op_dontneed(struct worker *w, int r)
+{
+	return drop_pages(w, r, true);
+}
+
+/* A subrange read-only, read through the CPU, then writable again. */
+static int op_mprotect(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+	unsigned long first, n, p;
+	char *at = subrange(w, rg, &first, &n);
+	int ret = 0;
+
+	if (failed(w, "mprotect(PROT_READ)",
+		   RETRY_ENOMEM(w, mprotect(at, n * PAGE, PROT_READ))))
+		return -1;
+	for (p = first; p < first + n && !ret; p++)
+		ret = check_page(w, (uint64_t *)(rg->addr + p * PAGE), r, p,
+				 "read-only read");
+	if (failed(w, "mprotect(PROT_READ | PROT_WRITE)",
+		   RETRY_ENOMEM(w, mprotect(at, n * PAGE,
+					    PROT_READ | PROT_WRITE))))
+		return -1;
+	return ret;
+}
+
+static int op_fork(struct worker *w, int r)
+{
+	unsigned long first, n;
+	struct worker *c;
+	pid_t pid;
+	int status;
+
+	subrange(w, &w->region[r], &first, &n);
+	c = worker_copy(w);
+	pid = c ? fork() : -1;
+	if (pid < 0) {
+		free(c);
+		w->soft_errors++;
+		return 0;
+	}
+	if (!pid) {
+		/* Holding the device open, it must not outlive a killed parent. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
+		w = c;
+		/* The child sees the parent's data, then writes its own. */
+		if (verify_cpu(w, r))
+			_exit(1);
+		write_pages(w, r, first, n);
+		_exit(verify_cpu(w, r) ? 1 : 0);
+	}
+	free(c);
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		snprintf(w->failure, sizeof(w->failure),
+			 "fork child of region %d failed (status %#x)", r, status);
+		w->mismatches++;
+		return -1;
+	}
+	return 0;
+}
+
+/* Arm or disarm the device's one-shot large-allocation failure. */
+static int op_fail_alloc(struct worker *w, int r)
+{
+	uint64_t flags = dm_rand(&w->rng) & 1 ? HMM_DMIRROR_FLAG_FAIL_ALLOC : 0;
+
+	(void)r;
+	return dmirror(w, HMM_DMIRROR_FLAGS, NULL, flags);
+}
+
+/* Partial unmaps leave base pages: start over with a folio. */
+static int op_refresh(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+
+	if (failed(w, "refresh",
+		   RETRY_ENOMEM(w, remap(rg->addr, rg->npages * PAGE))))
+		return -1;
+	madvise(rg->addr, rg->npages * PAGE, MADV_HUGEPAGE);
+	memset(rg->gen, 0, rg->npages * sizeof(*rg->gen));
+	/*
+	 * Half the time leave it empty: migrating an empty PMD gives a
+	 * device THP even when the system has none to give, and bringing
+	 * that back is where a failing system-side THP allocation falls
+	 * back to a split.
+	 */
+	if (dm_rand(&w->rng) & 1)
+		write_pages(w, r, 0, rg->npages);
+	return 0;
+}
+
+/* mbind(MPOL_BIND, one node, MPOL_MF_MOVE), then the default policy. */
+static int op_mbind(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+	unsigned long node = 1UL << (dm_rand(&w->rng) % 2);
+	size_t len = rg->npages * PAGE;
+
+	if (failed(w, "mbind(MPOL_BIND)",
+		   RETRY_ENOMEM(w, syscall(SYS_mbind, rg->addr, len, MPOL_BIND,
+					   &node, 8 * sizeof(node),
+					   MPOL_MF_MOVE))))
+		return -1;
+	return failed(w, "mbind(MPOL_DEFAULT)",
+		      RETRY_ENOMEM(w, syscall(SYS_mbind, rg->addr, len,
+					      MPOL_DEFAULT, NULL, 0, 0)));
+}
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE	25
+#endif
+
+/*
+ * An madvise that keeps the data: MADV_COLD, MADV_PAGEOUT (to swap),
+ * MADV_WILLNEED or MADV_COLLAPSE, on a subrange.  MADV_COLLAPSE may refuse
+ * what it cannot collapse (device-private entries among them): EAGAIN,
+ * EINVAL, ENOMEM or EBUSY then count as soft errors.
+ */
+static int op_madvise(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+	static const int advice[] = {
+		MADV_COLD, MADV_PAGEOUT, MADV_WILLNEED, MADV_COLLAPSE,
+	};
+	unsigned long first, n;
+	char *at = subrange(w, rg, &first, &n);
+	int a = advice[dm_rand(&w->rng) % 4];
+
+	if (!RETRY_ENOMEM(w, madvise(at, n * PAGE, a)))
+		return 0;
+	if (a == MADV_COLLAPSE && (errno == EAGAIN || errno == EINVAL ||
+				   errno == EBUSY || errno == ENOMEM)) {
+		w->soft_errors++;
+		return 0;
+	}
+	return failed(w, a == MADV_COLLAPSE ? "MADV_COLLAPSE" : "madvise", -1);
+}
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP	4
+#endif
+
+/*
+ * mremap the region to the spare place, aligned or a page off (which
+ * splits a PMD), and back.  MREMAP_DONTUNMAP leaves each source mapped,
+ * empty: no hole opens that another thread's mmap could take meanwhile.
+ */
+static int op_mremap(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+	const int how = MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP;
+	size_t len = rg->npages * PAGE;
+	char *to = w->spare + (dm_rand(&w->rng) & 1 ? PAGE : 0);
+
+	if (RETRY_ENOMEM(w, mremap(rg->addr, len, len, how, to) ==
+			    MAP_FAILED ? -1 : 0)) {
+		/*
+		 * EFAULT: the region spans several vmas (a subrange that
+		 * munmap_remap mapped again did not merge back): mremap
+		 * moves one vma at a time.  The next refresh makes it one.
+		 */
+		if (errno == EFAULT) {
+			w->mremap_skips++;
+			return 0;
+		}
+		return failed(w, "mremap away", -1);
+	}
+	if (RETRY_ENOMEM(w, mremap(to, len, len, how, rg->addr) ==
+			    MAP_FAILED ? -1 : 0))
+		return failed(w, "mremap back", -1);
+	return 0;
+}
+
+/* KSM merging of the region on, or off again. */
+static int op_ksm(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+	int a = rg->ksm ? MADV_UNMERGEABLE : MADV_MERGEABLE;
+
+	if (failed(w, "MADV_(UN)MERGEABLE",
+		   RETRY_ENOMEM(w, madvise(rg->addr, rg->npages * PAGE, a))))
+		return -1;
+	rg->ksm = !rg->ksm;
+	return 0;
+}
+
+/*
+ * uffd-wp on a subrange, a migration to the device and back under it,
+ * then off: the protection rides on device-private entries.  Nothing
+ * writes the region meanwhile (a write would wait for a handler there is
+ * none of).
+ */
+static int op_uffd_wp(struct worker *w, int r)
+{
+	struct region *rg = &w->region[r];
+	struct uffdio_api api = {
+		.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP,
+	};
+	struct uffdio_register reg = {
+		.range = { (uintptr_t)rg->addr, rg->npages * PAGE },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	struct uffdio_writeprotect wp;
+	unsigned long first, n;
+	char *at = subrange(w, rg, &first, &n);
+	int uffd, ret = -1;
+
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	if (uffd < 0)
+		return failed(w, "userfaultfd", -1);
+	if (failed(w, "UFFDIO_API", ioctl(uffd, UFFDIO_API, &api)) ||
+	    failed(w, "UFFDIO_REGISTER",
+		   RETRY_ENOMEM(w, ioctl(uffd, UFFDIO_REGISTER, &reg))))
+		goto out;
+	wp = (struct uffdio_writeprotect){
+		.range = { (uintptr_t)at, n * PAGE },
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+	if (failed(w, "UFFDIO_WRITEPROTECT",
+		   RETRY_ENOMEM(w, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp))))
+		goto out;
+	ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_DEV, rg->addr, rg->npages);
+	if (ret >= 0)
+		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_SYS, rg->addr,
+			      rg->npages);
+	if (ret < 0)
+		goto out;
+	wp.mode = 0;
+	ret = failed(w, "UFFDIO_WRITEPROTECT off",
+		     RETRY_ENOMEM(w, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp)));
+	if (!ret)
+		ret = failed(w, "UFFDIO_UNREGISTER",
+			     RETRY_ENOMEM(w, ioctl(uffd, UFFDIO_UNREGISTER,
+						   &reg.range)));
+out:
+	close(uffd);
+	return ret < 0 ? -1 : 0;
+}
+
+static int op_live_child(struct worker *w, int r)
 {
 	struct worker *c;
 	int pfd[2];
@@ -787,128 +933,41 @@ static int do_live_child(struct worker *w, int r)
 	return 0;
 }
 
+static unsigned int op_weight(unsigned int op)
+{
+	return ops[op].need & missing ? 0 : ops[op].weight;
+}
+
+static unsigned int pick_op(struct worker *w)
+{
+	unsigned int total = 0, x, op;
+
+	for (op = 0; op < NR_OPS; op++)
+		total += op_weight(op);
+	x = dm_rand(&w->rng) % total;
+	for (op = 0; x >= op_weight(op); op++)
+		x -= op_weight(op);
+	return op;
+}
+
 static int one_op(struct worker *w)
 {
 	int r = dm_rand(&w->rng) % nr_regions;
 	struct region *rg = &w->region[r];
-	enum op op = pick_op(w);
-	unsigned long first, n, p;
-	uint64_t flags;
-	int ret = 0;
-	char *at;
+	unsigned int op = pick_op(w);
+	int ret;
 
-	w->ops[op]++;
+	w->op_count[op]++;
 	w->first = 0;
 	w->n = rg->npages;
 	w->op_start = dm_now();
 	w->cur_op = op;
-	switch (op) {
-	case OP_TO_DEV:
-		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_DEV, rg->addr,
-			      rg->npages);
-		break;
-	case OP_READ_FAULT:
-		subrange(w, rg, &first, &n);
-		for (p = first; p < first + n && !ret; p++)
-			ret = check_page(w, (uint64_t *)(rg->addr + p * PAGE),
-					 r, p, "read fault");
-		break;
-	case OP_WRITE_FAULT:
-		subrange(w, rg, &first, &n);
-		write_pages(w, r, first, n);
-		break;
-	case OP_TO_SYS:
-		ret = dmirror(w, HMM_DMIRROR_MIGRATE_TO_SYS, rg->addr,
-			      rg->npages);
-		break;
-	case OP_DEV_WRITE:
-		subrange(w, rg, &first, &n);
-		for (p = first; p < first + n; p++) {
-			uint32_t gen = rg->gen[p] + 1 ? rg->gen[p] + 1 : 1;
-
-			fill_page(w->buf + (p - first) * PAGE / 8,
-				  pattern(w, r, p, gen));
-		}
-		ret = dmirror(w, HMM_DMIRROR_WRITE, rg->addr + first * PAGE, n);
-		if (!ret) {
-			for (p = first; p < first + n; p++)
-				rg->gen[p] = rg->gen[p] + 1 ? rg->gen[p] + 1 : 1;
-		} else if (ret > 0) {
-			/*
-			 * A write that failed for memory may have written a
-			 * prefix: write the same next generation from the CPU.
-			 */
-			write_pages(w, r, first, n);
-			ret = 0;
-		}
-		break;
-	case OP_MUNMAP_REMAP:
-	case OP_DONTNEED:
-		if (drop_pages(w, rg, op))
-			return -1;
-		break;
-	case OP_MPROTECT:
-		at = subrange(w, rg, &first, &n);
-		if (failed(w, "mprotect(PROT_READ)",
-			   RETRY_ENOMEM(w, mprotect(at, n * PAGE, PROT_READ))))
-			return -1;
-		for (p = first; p < first + n && !ret; p++)
-			ret = check_page(w, (uint64_t *)(rg->addr + p * PAGE),
-					 r, p, "read-only read");
-		if (failed(w, "mprotect(PROT_READ | PROT_WRITE)",
-			   RETRY_ENOMEM(w, mprotect(at, n * PAGE,
-						    PROT_READ | PROT_WRITE))))
-			return -1;
-		break;
-	case OP_FORK:
-		ret = do_fork(w, r);
-		break;
-	case OP_REFRESH:
-		/* Partial unmaps leave base pages: start over with a folio. */
-		if (failed(w, "refresh",
-			   RETRY_ENOMEM(w, remap(rg->addr, rg->npages * PAGE))))
-			return -1;
-		madvise(rg->addr, rg->npages * PAGE, MADV_HUGEPAGE);
-		memset(rg->gen, 0, rg->npages * sizeof(*rg->gen));
-		/*
-		 * Half the time leave it empty: migrating an empty PMD gives
-		 * a device THP even when the system has none to give, and
-		 * bringing that back is where a failing system-side THP
-		 * allocation falls back to a split.
-		 */
-		if (dm_rand(&w->rng) & 1)
-			write_pages(w, r, 0, rg->npages);
-		break;
-	case OP_FAIL_ALLOC:
-		/* Arm or disarm the device's one-shot large-allocation failure. */
-		flags = dm_rand(&w->rng) & 1 ? HMM_DMIRROR_FLAG_FAIL_ALLOC : 0;
-		ret = dmirror(w, HMM_DMIRROR_FLAGS, NULL, flags);
-		break;
-	case OP_MBIND:
-		ret = do_mbind(w, rg);
-		break;
-	case OP_MADVISE:
-		ret = do_madvise(w, rg);
-		break;
-	case OP_MREMAP:
-		ret = do_mremap(w, rg);
-		break;
-	case OP_KSM:
-		ret = do_ksm(w, rg);
-		break;
-	case OP_UFFD_WP:
-		ret = do_uffd_wp(w, rg);
-		break;
-	case OP_LIVE_CHILD:
-		ret = do_live_child(w, r);
-		break;
-	case OP_NR:
-		break;
-	}
+	ret = ops[op].run(w, r);
 	history_add(rg, op, w->first, w->n);
 	if (ret >= 0) {
 		/* Every operation ends with a full check, mostly by the device. */
-		ret = dm_rand(&w->rng) % 4 ? verify_device(w, r) : verify_cpu(w, r);
+		ret = dm_rand(&w->rng) % 4 ? verify_device(w, r) :
+					     verify_cpu(w, r);
 		if (ret && w->mismatches)
 			history_report(w, rg);
 	}
@@ -1058,36 +1117,64 @@ static bool faults_injected(void)
 	return v;
 }
 
-/* What the guest lacks: those operations get no weight, and a line. */
-static void probe_ops(void)
+/* Why the guest lacks @need, or NULL. */
+static const char *lacks(unsigned int need)
 {
 	struct uffdio_api api = {
 		.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP,
 	};
+	bool have;
 	int uffd;
-	int j;
 
-	if (access("/sys/devices/system/node/node1", F_OK))
-		op_missing[OP_MBIND] = "one NUMA node";
-	if (access("/sys/kernel/mm/ksm/run", F_OK))
-		op_missing[OP_KSM] = "no KSM";
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
-	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api))
-		op_missing[OP_UFFD_WP] = "no uffd-wp";
-	if (uffd >= 0)
-		close(uffd);
-	for (j = 0; j < OP_NR; j++)
-		if (op_missing[j])
-			op_weight[j] = 0;
+	switch (need) {
+	case NEED_NODE1:
+		return access("/sys/devices/system/node/node1", F_OK) ?
+		       "one NUMA node" : NULL;
+	case NEED_KSM:
+		return access("/sys/kernel/mm/ksm/run", F_OK) ? "no KSM" : NULL;
+	case NEED_UFFD_WP:
+		uffd = syscall(SYS_userfaultfd,
+			       O_CLOEXEC | UFFD_USER_MODE_ONLY);
+		have = uffd >= 0 && !ioctl(uffd, UFFDIO_API, &api);
+		if (uffd >= 0)
+			close(uffd);
+		return have ? NULL : "no uffd-wp";
+	}
+	return NULL;
+}
+
+/* What the guest lacks: those operations get no weight, and a line. */
+static void probe_needs(void)
+{
+	const char *why;
+	unsigned int j;
+
+	for (j = 0; j < NR_OPS; j++) {
+		why = ops[j].need ? lacks(ops[j].need) : NULL;
+		if (!why)
+			continue;
+		missing |= ops[j].need;
+		printf("# %s: not in this guest (%s)\n", ops[j].name, why);
+	}
+}
+
+/* The row of @run in ops[], for the summary's lines about one of them. */
+static unsigned int op_index(op_fn *run)
+{
+	unsigned int j = 0;
+
+	while (j < NR_OPS - 1 && ops[j].run != run)
+		j++;
+	return j;
 }
 
 static uint64_t worker_ops(const struct worker *w)
 {
 	uint64_t n = 0;
-	int j;
+	unsigned int j;
 
-	for (j = 0; j < OP_NR; j++)
-		n += w->ops[j];
+	for (j = 0; j < NR_OPS; j++)
+		n += w->op_count[j];
 	return n;
 }
 
@@ -1226,14 +1313,15 @@ fail:
 
 int main(int argc, char **argv)
 {
-	uint64_t total[OP_NR] = {}, bytes = 0, bad = 0, soft = 0, skips = 0;
+	uint64_t total[NR_OPS] = {}, bytes = 0, bad = 0, soft = 0, skips = 0;
 	uint64_t reads = 0, mremap_skips = 0, readback_misses = 0;
 	bool contended;
 	struct dmirror_thp_order_stats obefore;
 	struct dmirror_thp_stats before;
 	struct mthp_policy policy;
 	struct worker *workers;
-	int opt, i, j, fd, failed = 0, ntest, grace = 30;
+	int opt, i, fd, failed = 0, ntest, grace = 30;
+	unsigned int j;
 	uint64_t floor;
 	bool injected = faults_injected();
 	char why[256];
@@ -1284,11 +1372,7 @@ int main(int argc, char **argv)
 	       nr_threads, processes ? "processes" : "threads", nr_regions,
 	       seconds, (unsigned long long)seed, device,
 	       injected ? ", under fault injection" : "");
-	probe_ops();
-	for (j = 0; j < OP_NR; j++)
-		if (op_missing[j])
-			printf("# %s: not in this guest (%s)\n", op_names[j],
-			       op_missing[j]);
+	probe_needs();
 	fflush(stdout);
 
 	fd = open(device, O_RDWR);
@@ -1336,8 +1420,8 @@ int main(int argc, char **argv)
 		uint64_t n = worker_ops(w);
 		int op = w->cur_op;
 
-		for (j = 0; j < OP_NR; j++)
-			total[j] += w->ops[j];
+		for (j = 0; j < NR_OPS; j++)
+			total[j] += w->op_count[j];
 		bytes += w->bytes_verified;
 		bad += w->mismatches;
 		soft += w->soft_errors;
@@ -1348,7 +1432,7 @@ int main(int argc, char **argv)
 		printf("# worker %d: %llu ops, %s", i, (unsigned long long)n,
 		       w->done ? "ended" : "still running");
 		if (op >= 0)
-			printf(", in %s for %.1f s", op_names[op],
+			printf(", in %s for %.1f s", ops[op].name,
 			       dm_now() - w->op_start);
 		printf(", %llu ENOMEM/EBUSY, %llu device reads not done\n",
 		       (unsigned long long)w->soft_errors,
@@ -1356,7 +1440,7 @@ int main(int argc, char **argv)
 		if (!w->done) {
 			failed++;
 			printf("# worker %d: its last operation (%s) has not returned\n",
-			       i, op >= 0 ? op_names[op] : "setup");
+			       i, op >= 0 ? ops[op].name : "setup");
 			printf("not ok %d worker %d\n", i + 1, i);
 			print_stack(w->tid);
 		} else if (w->failure[0]) {
@@ -1407,7 +1491,7 @@ int main(int argc, char **argv)
 	 * invalidate the range while hmm_range_fault() walks it, until it
 	 * gives up (EBUSY).
 	 */
-	contended = processes || total[OP_LIVE_CHILD];
+	contended = processes || total[op_index(op_live_child)];
 	if (skips && !injected && !(pressure && skips * 4 <= reads) &&
 	    !(contended && skips * 100 <= reads)) {
 		failed++;
@@ -1423,13 +1507,13 @@ int main(int argc, char **argv)
 		printf("ok %d every device read verified or explained\n", ntest);
 	}
 	close(fd);
-	for (j = 0; j < OP_NR; j++)
-		printf("# %-16s %llu\n", op_names[j], (unsigned long long)total[j]);
+	for (j = 0; j < NR_OPS; j++)
+		printf("# %-16s %llu\n", ops[j].name, (unsigned long long)total[j]);
 	printf("# read-backs that met a page off the device (ENOENT): %llu\n",
 	       (unsigned long long)readback_misses);
 	printf("# mremap: %llu of %llu left alone, their region split into vmas\n",
 	       (unsigned long long)mremap_skips,
-	       (unsigned long long)total[OP_MREMAP]);
+	       (unsigned long long)total[op_index(op_mremap)]);
 	printf("# bytes verified %llu (%llu MiB), mismatches %llu, ENOMEM/EBUSY %llu, seed %#llx\n",
 	       (unsigned long long)bytes, (unsigned long long)(bytes >> 20),
 	       (unsigned long long)bad, (unsigned long long)soft,
