@@ -175,8 +175,11 @@ struct worker {
 	char failure[512];
 };
 
-static int nr_threads = 4, nr_regions = 2, seconds = 60, need_thp, mthp;
-static int processes, pressure;
+/* The options (parse_args()). */
+static int nr_threads = 4, nr_regions = 2, seconds = 60, grace = 30;
+static int need_thp, mthp, processes, pressure;
+/* This task is under fault injection (faults_injected()). */
+static bool injected;
 /* With -m, regions take these orders in turn: PMD, 1 MB, 64 kB, 16 kB. */
 static const unsigned int mthp_orders[] = { 9, 8, 4, 2 };
 #define NR_MTHP_ORDERS	(sizeof(mthp_orders) / sizeof(mthp_orders[0]))
@@ -192,7 +195,7 @@ static bool mthp_order_used(unsigned int order)
 }
 static uint64_t seed;
 static const char *device = "/dev/hmm_dmirror0";
-/* Shared with the worker processes of -p (see main()). */
+/* Shared with the worker processes of -p (see run_workers()). */
 static volatile int *stop;
 
 /*
@@ -288,6 +291,28 @@ static int mthp_policy_restore(const struct mthp_policy *p)
 		if (p->mode[o][0] && !ret)
 			ret = mthp_set_enabled(dm_order_kb(o), p->mode[o]);
 	return ret;
+}
+
+/*
+ * -m: the mTHP sizes of the regions are enabled, every other size below
+ * the PMD disabled; a region's vma is the size of its folio.  The policy
+ * it replaces goes to @saved.  0, or -1 once it has said why.
+ */
+static int mthp_policy_set(struct mthp_policy *saved)
+{
+	unsigned int o;
+
+	if (RETRY_SYSFS(mthp_policy_save(saved))) {
+		printf("Bail out! -m: no mTHP sizes in sysfs\n");
+		return -1;
+	}
+	for (o = DM_MTHP_MIN_ORDER; o < DM_PMD_ORDER; o++)
+		if (RETRY_SYSFS(mthp_set_enabled(dm_order_kb(o),
+				mthp_order_used(o) ? "always" : "never"))) {
+			printf("Bail out! -m: cannot set the mTHP policy\n");
+			return -1;
+		}
+	return 0;
 }
 
 static uint64_t pattern(struct worker *w, int r, unsigned long p, uint32_t gen)
@@ -1311,20 +1336,10 @@ fail:
 	w->done = true;
 }
 
-int main(int argc, char **argv)
+/* The options; a bad one prints the usage and exits. */
+static void parse_args(int argc, char **argv)
 {
-	uint64_t total[NR_OPS] = {}, bytes = 0, bad = 0, soft = 0, skips = 0;
-	uint64_t reads = 0, mremap_skips = 0, readback_misses = 0;
-	bool contended;
-	struct dmirror_thp_order_stats obefore;
-	struct dmirror_thp_stats before;
-	struct mthp_policy policy;
-	struct worker *workers;
-	int opt, i, fd, failed = 0, ntest, grace = 30;
-	unsigned int j;
-	uint64_t floor;
-	bool injected = faults_injected();
-	char why[256];
+	int opt;
 
 	seed = time(NULL);
 	while ((opt = getopt(argc, argv, "t:s:g:S:r:d:TmpPh")) != -1) {
@@ -1366,43 +1381,22 @@ int main(int argc, char **argv)
 	if (nr_threads < 1 || nr_threads > 64 || seconds < 1 || grace < 1 ||
 	    nr_regions < 1 || nr_regions > MAX_REGIONS)
 		usage(argv[0]);
+}
 
-	printf("TAP version 13\n1..%d\n", nr_threads + 3);
-	printf("# hmm-thp-stress: %d %s x %d regions, %d s, seed %#llx, %s%s\n",
-	       nr_threads, processes ? "processes" : "threads", nr_regions,
-	       seconds, (unsigned long long)seed, device,
-	       injected ? ", under fault injection" : "");
-	probe_needs();
-	fflush(stdout);
+/*
+ * Start the workers, let them run for -s seconds, stop them and wait for
+ * them (-g).  They live in a shared mapping, so that -p's worker
+ * processes report back through it: NULL if it cannot be had.
+ */
+static struct worker *run_workers(void)
+{
+	struct worker *workers;
+	int i;
 
-	fd = open(device, O_RDWR);
-	if (fd < 0 || dm_stats(fd, &before) || dm_order_stats(fd, &obefore)) {
-		printf("Bail out! %s: %s\n", device, strerror(errno));
-		return 1;
-	}
-	/*
-	 * -m: the mTHP sizes of the regions are enabled, every other size
-	 * below the PMD disabled; a region's vma is the size of its folio.
-	 */
-	if (mthp) {
-		unsigned int o;
-
-		if (RETRY_SYSFS(mthp_policy_save(&policy))) {
-			printf("Bail out! -m: no mTHP sizes in sysfs\n");
-			return 1;
-		}
-		for (o = DM_MTHP_MIN_ORDER; o < DM_PMD_ORDER; o++)
-			if (RETRY_SYSFS(mthp_set_enabled(dm_order_kb(o),
-					mthp_order_used(o) ? "always" : "never"))) {
-				printf("Bail out! -m: cannot set the mTHP policy\n");
-				return 1;
-			}
-	}
-	/* Shared, so that -p's worker processes report back through it. */
 	workers = mmap(NULL, nr_threads * sizeof(*workers) + sizeof(*stop),
 		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (workers == MAP_FAILED)
-		return 1;
+		return NULL;
 	stop = (volatile int *)&workers[nr_threads];
 	for (i = 0; i < nr_threads; i++) {
 		struct worker *w = &workers[i];
@@ -1414,21 +1408,40 @@ int main(int argc, char **argv)
 	sleep(seconds);
 	*stop = 1;
 	join_workers(workers, nr_threads, grace);
-	floor = ops_floor(workers, nr_threads);
+	return workers;
+}
+
+/* The workers' figures, summed for the report. */
+struct totals {
+	uint64_t op_count[NR_OPS];
+	uint64_t bytes, mismatches, soft, read_skips, reads;
+	uint64_t mremap_skips, readback_misses;
+};
+
+/*
+ * A TAP line per worker: not ok if it is stuck, failed or did too little.
+ * Sums their figures into @t; returns the number that failed.
+ */
+static int report_workers(struct worker *workers, struct totals *t)
+{
+	uint64_t floor = ops_floor(workers, nr_threads);
+	int i, failed = 0;
+	unsigned int j;
+
 	for (i = 0; i < nr_threads; i++) {
 		struct worker *w = &workers[i];
 		uint64_t n = worker_ops(w);
 		int op = w->cur_op;
 
 		for (j = 0; j < NR_OPS; j++)
-			total[j] += w->op_count[j];
-		bytes += w->bytes_verified;
-		bad += w->mismatches;
-		soft += w->soft_errors;
-		skips += w->read_skips;
-		reads += w->reads;
-		mremap_skips += w->mremap_skips;
-		readback_misses += w->readback_misses;
+			t->op_count[j] += w->op_count[j];
+		t->bytes += w->bytes_verified;
+		t->mismatches += w->mismatches;
+		t->soft += w->soft_errors;
+		t->read_skips += w->read_skips;
+		t->reads += w->reads;
+		t->mremap_skips += w->mremap_skips;
+		t->readback_misses += w->readback_misses;
 		printf("# worker %d: %llu ops, %s", i, (unsigned long long)n,
 		       w->done ? "ended" : "still running");
 		if (op >= 0)
@@ -1462,15 +1475,27 @@ int main(int argc, char **argv)
 		if (w->done && w->fd >= 0)
 			close(w->fd);
 	}
-	ntest = nr_threads + 1;
-	if (pools_balanced(fd, &before, why, sizeof(why))) {
+	return failed;
+}
+
+/*
+ * The device's two TAP lines: its pools balanced, and (with -T) THPs
+ * moved whole both ways.  Returns the number that failed.
+ */
+static int report_device(int fd, const struct dmirror_thp_stats *before,
+			 const struct dmirror_thp_order_stats *obefore)
+{
+	int ntest = nr_threads + 1, failed = 0;
+	char why[256];
+
+	if (pools_balanced(fd, before, why, sizeof(why))) {
 		printf("# %s\nok %d pools balanced\n", why, ntest);
 	} else {
 		failed++;
 		printf("# %s\nnot ok %d pools balanced\n", why, ntest);
 	}
 	ntest++;
-	if (print_counters(fd, &before, &obefore)) {
+	if (print_counters(fd, before, obefore)) {
 		failed++;
 		printf("not ok %d THPs%s moved whole both ways\n", ntest,
 		       mthp ? " of every order" : "");
@@ -1479,45 +1504,97 @@ int main(int argc, char **argv)
 		       mthp ? " of every order" : "",
 		       need_thp ? "" : " # SKIP not required (no -T)");
 	}
-	if (mthp && RETRY_SYSFS(mthp_policy_restore(&policy)))
-		printf("# could not restore the mTHP sizes' policy\n");
-	ntest++;
-	/*
-	 * A device READ that failed for memory verified nothing: allowed
-	 * under fault injection; for at most a quarter of the reads under
-	 * memory pressure (-P: measured 5% on a normal kernel and 15% on a
-	 * debug one, where each retry of hmm_range_fault() is slower); and
-	 * for at most 1% where other processes (-p, live children)
-	 * invalidate the range while hmm_range_fault() walks it, until it
-	 * gives up (EBUSY).
-	 */
-	contended = processes || total[op_index(op_live_child)];
+	return failed;
+}
+
+/*
+ * The last TAP line: a device READ that failed for memory verified
+ * nothing.  Allowed under fault injection; for at most a quarter of the
+ * reads under memory pressure (-P: measured 5% on a normal kernel and 15%
+ * on a debug one, where each retry of hmm_range_fault() is slower); and
+ * for at most 1% where other processes (-p, live children) invalidate the
+ * range while hmm_range_fault() walks it, until it gives up (EBUSY).
+ * Returns 1 if it failed.
+ */
+static int report_reads(const struct totals *t)
+{
+	int ntest = nr_threads + 3;
+	bool contended = processes ||
+			 t->op_count[op_index(op_live_child)];
+	uint64_t skips = t->read_skips, reads = t->reads;
+
 	if (skips && !injected && !(pressure && skips * 4 <= reads) &&
 	    !(contended && skips * 100 <= reads)) {
-		failed++;
 		printf("# %llu of %llu device reads failed for memory with no fault injected\n",
 		       (unsigned long long)skips, (unsigned long long)reads);
 		printf("not ok %d every device read verified or explained\n",
 		       ntest);
-	} else {
-		printf("# %llu of %llu device reads failed for memory (%s)\n",
-		       (unsigned long long)skips, (unsigned long long)reads,
-		       injected ? "fault injection" :
-		       pressure ? "memory pressure" : "contention");
-		printf("ok %d every device read verified or explained\n", ntest);
+		return 1;
 	}
-	close(fd);
+	printf("# %llu of %llu device reads failed for memory (%s)\n",
+	       (unsigned long long)skips, (unsigned long long)reads,
+	       injected ? "fault injection" :
+	       pressure ? "memory pressure" : "contention");
+	printf("ok %d every device read verified or explained\n", ntest);
+	return 0;
+}
+
+/* The summary: what each operation ran, what was verified, the seed. */
+static void report_summary(const struct totals *t)
+{
+	unsigned int j;
+
 	for (j = 0; j < NR_OPS; j++)
-		printf("# %-16s %llu\n", ops[j].name, (unsigned long long)total[j]);
+		printf("# %-16s %llu\n", ops[j].name,
+		       (unsigned long long)t->op_count[j]);
 	printf("# read-backs that met a page off the device (ENOENT): %llu\n",
-	       (unsigned long long)readback_misses);
+	       (unsigned long long)t->readback_misses);
 	printf("# mremap: %llu of %llu left alone, their region split into vmas\n",
-	       (unsigned long long)mremap_skips,
-	       (unsigned long long)total[op_index(op_mremap)]);
+	       (unsigned long long)t->mremap_skips,
+	       (unsigned long long)t->op_count[op_index(op_mremap)]);
 	printf("# bytes verified %llu (%llu MiB), mismatches %llu, ENOMEM/EBUSY %llu, seed %#llx\n",
-	       (unsigned long long)bytes, (unsigned long long)(bytes >> 20),
-	       (unsigned long long)bad, (unsigned long long)soft,
+	       (unsigned long long)t->bytes,
+	       (unsigned long long)(t->bytes >> 20),
+	       (unsigned long long)t->mismatches, (unsigned long long)t->soft,
 	       (unsigned long long)seed);
+}
+
+int main(int argc, char **argv)
+{
+	struct dmirror_thp_order_stats obefore;
+	struct dmirror_thp_stats before;
+	struct mthp_policy policy;
+	struct totals t = {};
+	struct worker *workers;
+	int fd, failed;
+
+	injected = faults_injected();
+	parse_args(argc, argv);
+	printf("TAP version 13\n1..%d\n", nr_threads + 3);
+	printf("# hmm-thp-stress: %d %s x %d regions, %d s, seed %#llx, %s%s\n",
+	       nr_threads, processes ? "processes" : "threads", nr_regions,
+	       seconds, (unsigned long long)seed, device,
+	       injected ? ", under fault injection" : "");
+	probe_needs();
+	fflush(stdout);
+
+	fd = open(device, O_RDWR);
+	if (fd < 0 || dm_stats(fd, &before) || dm_order_stats(fd, &obefore)) {
+		printf("Bail out! %s: %s\n", device, strerror(errno));
+		return 1;
+	}
+	if (mthp && mthp_policy_set(&policy))
+		return 1;
+	workers = run_workers();
+	if (!workers)
+		return 1;
+	failed = report_workers(workers, &t);
+	failed += report_device(fd, &before, &obefore);
+	if (mthp && RETRY_SYSFS(mthp_policy_restore(&policy)))
+		printf("# could not restore the mTHP sizes' policy\n");
+	failed += report_reads(&t);
+	close(fd);
+	report_summary(&t);
 	fflush(stdout);
 	/* A worker stuck in the kernel cannot be joined: leave without it. */
 	_exit(failed ? 1 : 0);
