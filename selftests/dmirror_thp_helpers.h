@@ -259,11 +259,13 @@ double dm_now(void);	/* CLOCK_MONOTONIC seconds */
 
 /*
  * xorshift64*, the fuzzer's and the stress's: cheap, and the same draws
- * from the same seed, so that a failure's seed replays it.  The state
- * must not be 0.
+ * from the same seed, so that a failure's seed replays it.  0 is its
+ * fixed point (it would draw 0 for ever): a state of 0 is replaced.
  */
 static inline uint64_t dm_rand(uint64_t *state)
 {
+	if (!*state)
+		*state = 0x9E3779B97F4A7C15ULL;
 	*state ^= *state >> 12;
 	*state ^= *state << 25;
 	*state ^= *state >> 27;
