@@ -27,10 +27,10 @@
  *
  * Everything goes to the JSON (--json): every round's time, every region's
  * fault latency, the phases, the ceiling and the witness.  The tables, the
- * targets and the plots are vm/bench_report.py's.  stdout has progress and
- * one TAP result for the run.  The clock must be fine-grained: the bench
- * refuses to measure on a jiffies clocksource or a clock_getres() above
- * 1 us.
+ * targets and the plots are vm/report/bench_report.py's.  stdout has
+ * progress and one TAP result for the run.  The clock must be fine-grained:
+ * the bench refuses to measure on a jiffies clocksource or a clock_getres()
+ * above 1 us.
  *
  * Buffer placement: the mirror that MIGRATE_TO_DEV reads the range back to
  * starts one page past a 2 MB boundary.  Under QEMU/TCG, a string copy
@@ -137,8 +137,8 @@ static void usage(FILE *f, const char *argv0)
 "  -i, --iters N        timed rounds (default 5; at least 5 for a report)\n"
 "  -w, --warmup N       untimed warm-up rounds (default 1)\n"
 "  -d, --device N       /dev/hmm_dmirrorN (default 0)\n"
-"  -j, --json PATH      the measurements as JSON (vm/bench_report.py\n"
-"                       reads them)\n"
+"  -j, --json PATH      the measurements as JSON (read by\n"
+"                       vm/report/bench_report.py)\n"
 "      --orders LIST    mTHP orders of the order sweep, 2..8, comma\n"
 "                       separated, or none (default 2,4,8; 4K and the PMD\n"
 "                       are always swept)\n"
