@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# dmirror-thp: device-private THP migration on Debian's linux 6.12 (with
-# kernel-prereq-patches/6.12) and on Debian's linux 7.3, upstream's code
-# (7.3-pristine) and with kernel-prereq-patches/7.3 (7.3).
+# dmirror-thp: device-private THP migration on the kernels of vm/kernels/
+# (Debian's 6.12 with kernel-prereq-patches/6.12, Debian's 7.3 with and
+# without kernel-prereq-patches/7.3).
 #
 #   make              build everything for each kernel: the kernel with its
 #                     series, dmirror-thp.ko, the selftests, the initramfs
 #   make check        ... and run the test plans in a QEMU guest per kernel
 #
-# See README.md for the other targets.  KERNEL=6.12|7.3|7.3-pristine picks
+# See README.md for the other targets.  KERNEL=NAME (vm/kernels/NAME) picks
 # one kernel; FLAVOR=debug selects the debug kernel (KASAN, lockdep,
 # kmemleak, ...); ACCEL=kvm|tcg forces the accelerator.  Everything built
 # lives in the cache
@@ -17,13 +17,18 @@
 SHELL := /bin/bash
 FLAVOR ?= normal
 PLAN ?= stock+thp+soak-short
-# KERNEL=6.12|7.3|7.3-pristine picks one kernel.  Without it, make and
-# make check cover all three, and the one-kernel targets (stock, bench,
-# shell, ...) take 7.3.
-KERNELS := $(or $(KERNEL),6.12 7.3 7.3-pristine)
-# make migrate-bench compares upstream's code with the series.
-MIGRATE_KERNELS := $(or $(KERNEL),7.3-pristine 7.3)
-KERNEL ?= 7.3
+# KERNEL=NAME picks one kernel, a file of vm/kernels/.  Without it, make
+# and make check cover those whose file says ci: yes, and the one-kernel
+# targets (stock, bench, shell, ...) take the one that says default: yes.
+KERNELS := $(or $(KERNEL),$(shell vm/kernels.sh list ci))
+# make migrate-bench compares upstream's code (the kernel's compare:) with
+# the series.
+ifeq ($(KERNEL),)
+KERNEL := $(shell vm/kernels.sh get default)
+MIGRATE_KERNELS := $(shell vm/kernels.sh field $(KERNEL) compare) $(KERNEL)
+else
+MIGRATE_KERNELS := $(KERNEL)
+endif
 export FLAVOR KERNEL
 # The crash boots of vm/expect.list belong to the full plan only.
 CRASHES := $(if $(filter stock+thp+soak-short,$(PLAN)),--crashes)
@@ -161,10 +166,11 @@ callers: KERNELS = $(KERNEL)
 callers: tree ## compile the tree's users of the changed API
 	@vm/callers.sh
 
-# kernel-prereq-patches/7.3's postings, each in $CACHE/mainline-series,
-# signed off by the poster (git config user.name and user.email).
-mainline-series: KERNELS = 7.3
-mainline-series: tree ## the 7.3 postings, signed off by you: cover letters, patches, checkpatch, recipients
+# The default kernel's postings (kernel-prereq-patches/7.3), each in
+# $CACHE/mainline-series, signed off by the poster (git config user.name
+# and user.email).
+mainline-series: KERNELS = $(KERNEL)
+mainline-series: tree ## the default kernel's postings (7.3), signed off by you: cover letters, patches, checkpatch, recipients
 	@vm/mainline-series.sh
 
 checkpatch: tree ## checkpatch.pl --strict on the series and the module

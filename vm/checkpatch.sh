@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # checkpatch.pl --strict from the extracted trees, run from the tree's own
 # folder: each series against its own kernel's checkpatch, the module's
-# sources against 7.3's.  The Debian trees have no upstream history, so
+# sources against the newest tree's (vm/kernels/' harness: yes).  The Debian trees have no upstream history, so
 # checkpatch cannot look up a Fixes: id: UNKNOWN_COMMIT_ID is left out.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -12,7 +12,7 @@ who=$(tree_ident)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rc=0
-for k in 6.12 7.3; do
+for k in $(kernels_with series); do
 	kernel_select "$k"
 	CP=$KSRC/scripts/checkpatch.pl
 	[ -x "$CP" ] || die "no $CP: run 'make tree'"
@@ -23,6 +23,8 @@ for k in 6.12 7.3; do
 			"$tmp/${p##*/}") || rc=1
 	done
 done
-progress "checkpatch --strict module/ uapi/ (7.3's checkpatch)"
+kernel_select "$(the_kernel harness)"
+CP=$KSRC/scripts/checkpatch.pl
+progress "checkpatch --strict module/ uapi/ ($KERNEL's checkpatch)"
 (cd "$KSRC" && "$CP" --strict -q --no-tree -f "$TOP"/module/*.[ch] "$TOP"/uapi/*.h) || rc=1
 exit $rc

@@ -5,9 +5,15 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-PKGS="linux-source-6.12 qemu-system-x86 busybox-static kmod cpio bc bison
-flex libelf-dev libssl-dev ccache xz-utils gcc make libc6-dev perl python3
-rsync sparse gnuplot-nox git debian-archive-keyring stress-ng trinity"
+PKGS="qemu-system-x86 busybox-static kmod cpio bc bison flex libelf-dev
+libssl-dev ccache xz-utils gcc make libc6-dev perl python3 rsync sparse
+gnuplot-nox git debian-archive-keyring stress-ng trinity"
+# The kernel sources that come from the system's own apt sources
+# (vm/kernels/: a source: without a suite).
+for k in $(kernel_names); do
+	kernel_select "$k"
+	[ -n "$SOURCE_SUITE" ] || PKGS="$PKGS $SOURCE_PACKAGE"
+done
 
 missing=
 for p in $PKGS; do

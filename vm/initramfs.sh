@@ -46,7 +46,13 @@ for ko in $kos; do
 	[ -f "$ko" ] || die "no $ko: run 'make module' (or 'make kernel')"
 	cp "$ko" "$R/lib/modules/"
 done
-for v in 6.12 7.3; do
+# The stock hmm-tests of every tree that provides them (vm/kernels/'
+# stock-tests:), whichever kernel this image is for.
+stock=$(kernels_with stock-tests)
+[ -n "$stock" ] || die "no kernel of vm/kernels/ has stock-tests:"
+for k in $stock; do
+	kernel_file "$k"
+	v=${KF[stock-tests]}
 	[ -x "$USR/hmm-tests-$v" ] || die "no $USR/hmm-tests-$v: run 'make tests'"
 	cp "$USR/hmm-tests-$v" "$R/bin/"
 done

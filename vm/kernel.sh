@@ -12,13 +12,17 @@ kbuild_env
 KMAKE=(locked make -C "$KSRC" O="$KBUILD" "CC=${KCC:-ccache gcc}" KCFLAGS=-pipe
 	-j"$JOBS" -s)
 
-# The common fragment, then what a source version changes, then the
-# flavour's: a later fragment overrides an earlier one.
+# The common fragment, then the kernel's own (vm/kernels/$KERNEL's config:),
+# then the flavour's: a later fragment overrides an earlier one.
 frags="$TOP/vm/config/base.config"
-[ -f "$TOP/vm/config/$KVER.config" ] && frags="$frags $TOP/vm/config/$KVER.config"
+for f in $CONFIGS; do
+	[ -f "$TOP/$f" ] || die "vm/kernels/$KERNEL names $f, which does not exist"
+	frags="$frags $TOP/$f"
+done
 [ "$FLAVOR" = debug ] && frags="$frags $TOP/vm/config/debug.config"
 # What the fragments set ("# CONFIG_X is not set" included), not their
 # comments or where they live.
+# shellcheck disable=SC2086  # a list of paths
 key=$(cat $frags | sed -e '/^# CONFIG_[A-Za-z0-9_]* is not set/b' \
 	-e '/^[[:space:]]*#/d' -e '/^[[:space:]]*$/d' | sha256sum | cut -c1-16)
 

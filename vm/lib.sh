@@ -15,9 +15,6 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 FLAVOR=${FLAVOR:-normal}
 LOGDIR=$CACHE/logs
 JOBS=${JOBS:-$(($(nproc) + 1))}
-# The kernels a multi-kernel target (make, make check) covers, in order.
-ALL_KERNELS="6.12 7.3 7.3-pristine"
-
 case $FLAVOR in
 normal|debug) ;;
 *) echo "FLAVOR must be 'normal' or 'debug', not '$FLAVOR'" >&2; exit 2 ;;
@@ -45,39 +42,137 @@ need()
 	done
 }
 
-# kernel_select NAME: the variables of one guest kernel.
-#   6.12          Debian's linux-source-6.12 with kernel-prereq-patches/6.12
-#   7.3           Debian's linux-source-7.3 (trixie-backports) with
-#                 kernel-prereq-patches/7.3
-#   7.3-pristine  the same 7.3 source, no patch: upstream's own code
-# KVER is the source package's version (linux-source-$KVER), PATCHES the
-# series folder (empty for a pristine kernel).
+# A kernel is a file, vm/kernels/NAME, of "field: value" lines; "#" starts
+# a comment.  kernel_file is its one reader (vm/kernels.sh prints what it
+# reads for make and the reports).  The fields:
+#
+#   source:       debian PACKAGE [SUITE]   Debian's kernel source package;
+#                 without SUITE from the system's apt sources (make deps
+#                 installs it), with one through the private apt state in
+#                 the cache (vm/source.sh)
+#   series:       FOLDER       the series applied with git am (a folder of
+#                 kernel-prereq-patches/ with a series file); none: pristine
+#   config:       FRAGMENT...  config fragments merged after
+#                 vm/config/base.config (paths from the checkout's top)
+#   stock-tests:  NAME    this tree's stock hmm-tests, built as
+#                 hmm-tests-NAME and run on every kernel
+#   harness:      yes     the project's selftests build against this tree's
+#                 kselftest harness, selftests helpers and uapi headers
+#   default:      yes     the kernel of the one-kernel targets
+#   ci:           yes     make and make check without KERNEL= cover it
+#   compare:      NAME    upstream's own code for this kernel: make
+#                 migrate-bench runs NAME, then this one
+#   bench-target: PERCENT NAME   make bench-compare's target: this
+#                 kernel's throughput at least PERCENT % of NAME's
+KERNEL_FIELDS="source series config stock-tests harness default ci compare bench-target"
+
+# kernel_names: every kernel, in name order.
+kernel_names()
+{
+	local f
+
+	for f in "$TOP"/vm/kernels/*; do
+		# Not an editor's or patch's leftover (7.3~, 7.3.orig).
+		case ${f##*/} in
+		*[!A-Za-z0-9._-]*|*.orig|*.rej) continue ;;
+		esac
+		[ -f "$f" ] && echo "${f##*/}"
+	done
+}
+
+# kernel_file NAME: NAME's fields in KF[field] (an associative array).
+kernel_file()
+{
+	local f=$TOP/vm/kernels/$1 line field n=0 w
+	local -a value
+
+	if [ ! -f "$f" ] || [ "${1#*/}" != "$1" ]; then
+		n=$(kernel_names)
+		die "no kernel '$1': vm/kernels/ has ${n//$'\n'/ }"
+	fi
+	unset KF
+	declare -gA KF=()
+	while IFS= read -r line || [ -n "$line" ]; do
+		n=$((n + 1))
+		line=${line%%#*}
+		[ -n "${line//[[:space:]]/}" ] || continue
+		w="vm/kernels/$1:$n"
+		case $line in
+		*:*) ;;
+		*) die "$w: not 'field: value'" ;;
+		esac
+		field=${line%%:*}
+		field=${field//[[:space:]]/}
+		read -r -a value <<< "${line#*:}"
+		case " $KERNEL_FIELDS " in
+		*" $field "*) ;;
+		*) die "$w: '$field' is not a field ($KERNEL_FIELDS)" ;;
+		esac
+		[ -z "${KF[$field]+set}" ] || die "$w: $field given twice"
+		case $field:${value[*]} in
+		harness:yes|default:yes|ci:yes) ;;
+		harness:*|default:*|ci:*) die "$w: $field takes 'yes'" ;;
+		esac
+		KF[$field]=${value[*]}
+	done < "$f"
+	read -r -a value <<< "${KF[source]:-}"
+	if [ "${value[0]:-}" != debian ] || [ ${#value[@]} -lt 2 ] ||
+	   [ ${#value[@]} -gt 3 ]; then
+		die "vm/kernels/$1: source: is 'debian PACKAGE [SUITE]'"
+	fi
+}
+
+# kernel_select NAME: the variables of one guest kernel, from its file:
+# SOURCE_PACKAGE and SOURCE_SUITE (vm/source.sh), PATCHES (the series
+# folder, empty for a pristine kernel), CONFIGS (its fragments, after
+# vm/config/base.config), STOCK_TESTS (the name of the stock hmm-tests its
+# tree provides, or empty) and COMPARE (upstream's own code for it, or
+# empty); and where it lives in the cache.
 kernel_select()
 {
+	local -a src
+
 	KERNEL=$1
-	case $KERNEL in
-	6.12) KVER=6.12 PATCHES=$TOP/kernel-prereq-patches/6.12 ;;
-	7.3) KVER=7.3 PATCHES=$TOP/kernel-prereq-patches/7.3 ;;
-	7.3-pristine) KVER=7.3 PATCHES= ;;
-	*) die "KERNEL must be one of: $ALL_KERNELS (not '$KERNEL')" ;;
-	esac
+	kernel_file "$KERNEL"
+	read -r -a src <<< "${KF[source]}"
+	SOURCE_PACKAGE=${src[1]}
+	SOURCE_SUITE=${src[2]:-}
+	PATCHES=${KF[series]:+$TOP/${KF[series]}}
+	CONFIGS=${KF[config]:-}
+	STOCK_TESTS=${KF[stock-tests]:-}
+	COMPARE=${KF[compare]:-}
 	KDIR=$CACHE/kernels/$KERNEL
 	KSRC=$KDIR/linux
 	KBUILD=$KDIR/build-$FLAVOR
 	STAGE=$KDIR/stage-$FLAVOR
 }
-kernel_select "${KERNEL:-7.3}"
 
-# The tree whose series carries a source version's newest stock tests
-# (hmm-tests, the selftests helpers): the patched one.
-series_tree()
+# kernels_with FIELD: the kernels whose file has FIELD, in name order.
+kernels_with()
 {
-	case $1 in
-	6.12) echo "$CACHE/kernels/6.12/linux" ;;
-	7.3) echo "$CACHE/kernels/7.3/linux" ;;
-	*) die "no source version '$1'" ;;
-	esac
+	local k
+
+	for k in $(kernel_names); do
+		kernel_file "$k"
+		[ -z "${KF[$1]+set}" ] || echo "$k"
+	done
 }
+
+# the_kernel FIELD: the one kernel whose file has FIELD.
+the_kernel()
+{
+	local ks
+
+	ks=$(kernels_with "$1")
+	[ "$(echo "$ks" | grep -c .)" = 1 ] ||
+		die "vm/kernels/: '$1:' must be in exactly one file (it is in: ${ks//$'\n'/ })"
+	echo "$ks"
+}
+# Every file is read once here: a mistake in any stops every script.
+for _k in $(kernel_names); do
+	kernel_file "$_k"
+done
+kernel_select "${KERNEL:-$(the_kernel default)}"
 
 # Elapsed seconds of a timed block: t=$(now); ...; took $t "what".  Each
 # one is also logged for make's closing summary (vm/times.sh).

@@ -1,21 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make mainline-series: each posting of kernel-prereq-patches/7.3 ready for
-# git send-email, in $CACHE/mainline-series/NN-POSTING/:
+# make mainline-series: each posting of the selected kernel's series (the
+# default kernel's, kernel-prereq-patches/7.3) ready for git send-email, in
+# $CACHE/mainline-series/NN-POSTING/:
 #
 #   0000-cover-letter.patch  the cover letter: POSTING/cover-letter.txt, with
 #                            the recipients and the shortlog and diffstat of
 #                            git format-patch
 #   00NN-*.patch             the patches, numbered NN/total, threaded
-#   checkpatch.txt           checkpatch.pl --strict of each, from 7.3's tree
+#   checkpatch.txt           checkpatch.pl --strict of each, from the tree's
 #   recipients.txt           scripts/get_maintainer.pl of the posting
 #
 # The stored patches carry no author and no sign-off: every patch is
 # stamped with the poster's own identity (git config user.name and
 # user.email, or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL), From: and
 # Signed-off-by:, and nothing is written without one.  The postings are
-# applied in order with git am to a scratch worktree of the pristine 7.3
-# tree, each on the ones before it, so what is posted is what the
+# applied in order with git am to a scratch worktree of the kernel's
+# pristine base, each on the ones before it, so what is posted is what the
 # repository holds.
 #
 # A cover letter starts with its headers, then a blank line and the body:
@@ -27,12 +28,13 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need git perl
 
-kernel_select 7.3
+[ -n "$(series_postings)" ] ||
+	die "the $KERNEL series has no postings (folders with a series file and a cover letter)"
 who=$(poster_ident) || die "no posting without the poster's identity (see above)"
 OUT=$CACHE/mainline-series
 WT=$KDIR/posting
 git -C "$KSRC" rev-parse -q --verify base > /dev/null ||
-	die "no pristine 7.3 tree in $KSRC: run 'make tree KERNEL=7.3'"
+	die "no pristine $KERNEL tree in $KSRC: run 'make tree KERNEL=$KERNEL'"
 mapfile -t postings < <(series_postings)
 [ "${#postings[@]}" -gt 0 ] || die "$PATCHES/series names no posting folder"
 
@@ -62,7 +64,7 @@ for posting in "${postings[@]}"; do
 	from=$(git -C "$WT" rev-parse HEAD)
 	for p in $(PATCHES=$PATCHES/$posting series_patches); do
 		am_patch "$WT" "$posting/$p" signoff ||
-			die "$posting/$p does not apply to 7.3's base and the postings before it"
+			die "$posting/$p does not apply to $KERNEL's base and the postings before it"
 	done
 	count=$(git -C "$WT" rev-list --count "$from..HEAD")
 	[ "$count" -gt 0 ] || die "posting $posting is empty"

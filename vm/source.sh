@@ -1,42 +1,33 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The Debian kernel source of a version: print "VERSION TARBALL" on the last
-# line, fetching it first if need be.
+# The selected kernel's Debian source (vm/kernels/$KERNEL's source:): print
+# "VERSION TARBALL" on the last line, fetching it first if need be.
 #
-#   6.12  linux-source-6.12 from the system's own apt sources (bookworm),
-#         installed by vm/deps.sh: /usr/src/linux-source-6.12.tar.xz
-#   7.3   linux-source-7.3 from the suite trixie-backports of the Debian
-#         mirror that the system's apt sources name.  The system's apt
-#         configuration is left alone: apt runs on a private state in
-#         $CACHE/apt (its own sources list, lists and archives), downloads
-#         the package without installing it, and the tarball is taken out
-#         of the .deb into the cache.  The index is refreshed once a day.
-#
-# source.sh KVER
+#   debian PACKAGE        from the system's own apt sources, installed by
+#                         vm/deps.sh: /usr/src/PACKAGE.tar.xz
+#   debian PACKAGE SUITE  from SUITE of the Debian mirror that the system's
+#                         apt sources name.  The system's apt configuration
+#                         is left alone: apt runs on a private state in
+#                         $CACHE/apt (its own sources list, lists and
+#                         archives), downloads the package without
+#                         installing it, and the tarball is taken out of
+#                         the .deb into the cache.  The index is refreshed
+#                         once a day.
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-kver=${1:?usage: source.sh KVER}
-
-case $kver in
-6.12)
-	tarball=/usr/src/linux-source-6.12.tar.xz
+pkg=$SOURCE_PACKAGE
+suite=$SOURCE_SUITE
+if [ -z "$suite" ]; then
+	tarball=/usr/src/$pkg.tar.xz
 	[ -f "$tarball" ] || die "$tarball not found: run 'make deps'"
-	ver=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) ||
-		die "linux-source-6.12 is not installed: run 'make deps'"
+	ver=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) ||
+		die "$pkg is not installed: run 'make deps'"
 	echo "$ver $tarball"
 	exit 0
-	;;
-7.3)
-	suite=trixie-backports
-	;;
-*)
-	die "no Debian source for version '$kver'"
-	;;
-esac
+fi
 
 need apt-get apt-cache dpkg-deb
-pkg=linux-source-$kver
 A=$CACHE/apt
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 [ -f "$keyring" ] || die "no $keyring: install debian-archive-keyring"

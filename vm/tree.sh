@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Prepare the selected kernel's tree in the cache: extract Debian's
-# linux-source-$KVER (vm/source.sh), commit it as a pristine base (tag
+# source package (vm/source.sh), commit it as a pristine base (tag
 # base), and apply the kernel's series with git am on the dmirror-thp
 # branch.  A pristine kernel stays at base.  Re-applies only when the
 # series or the source version changes.
@@ -20,13 +20,13 @@ AM=$KDIR/am
 upto=
 [ "${1:-}" = --upto ] && upto=$2
 
-read -r ver tarball < <("$TOP/vm/source.sh" "$KVER" | tail -n 1)
-[ -n "${tarball:-}" ] || die "no linux-source-$KVER"
+read -r ver tarball < <(KERNEL=$KERNEL "$TOP/vm/source.sh" | tail -n 1)
+[ -n "${tarball:-}" ] || die "no $SOURCE_PACKAGE"
 if [ -n "$PATCHES" ]; then
 	[ -f "$PATCHES/BASE" ] || die "no $PATCHES/BASE"
 	base=$(cat "$PATCHES/BASE")
 	[ "$ver" = "$base" ] ||
-		echo "dmirror-thp: warning: linux-source-$KVER is '$ver', the $KERNEL series was tested on '$base'" >&2
+		echo "dmirror-thp: warning: $SOURCE_PACKAGE is '$ver', the $KERNEL series was tested on '$base'" >&2
 fi
 
 list=$(series_patches)
@@ -58,16 +58,16 @@ flock 8
 # A fresh or stale (other Debian version) tree is extracted again.
 if [ "$(cat "$KSRC/.dmirror-version" 2>/dev/null)" != "$ver" ]; then
 	t=$(now)
-	progress "extracting linux-source-$KVER $ver into $KSRC"
-	rm -rf "$KSRC" "$AM" "$KDIR/linux-source-$KVER"
+	progress "extracting $SOURCE_PACKAGE $ver into $KSRC"
+	rm -rf "$KSRC" "$AM" "$KDIR/${SOURCE_PACKAGE:?}"
 	tar -C "$KDIR" -xf "$tarball"
-	mv "$KDIR/linux-source-$KVER" "$KSRC"
+	mv "$KDIR/$SOURCE_PACKAGE" "$KSRC"
 	progress "committing the pristine base"
 	git_k init -q -b debian
 	echo "/.dmirror-*" >> "$KSRC/.git/info/exclude"
 	# Debian's .gitignore ignores the whole top level: force.
 	git_k add -A -f
-	git_k commit -q -m "linux-source-$KVER $ver (Debian)"
+	git_k commit -q -m "$SOURCE_PACKAGE $ver (Debian)"
 	git_k tag base
 	echo "$ver" > "$KSRC/.dmirror-version"
 	took "$t" "extract ($KERNEL)"

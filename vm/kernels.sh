@@ -1,0 +1,28 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# What vm/kernels/ says, for make and the reports (lib.sh's kernel_file
+# reads the files):
+#
+#   kernels.sh list [FIELD]      the kernels, in name order; with FIELD,
+#                                those whose file has it
+#   kernels.sh get FIELD         the one kernel whose file has FIELD
+#   kernels.sh field NAME FIELD  NAME's FIELD (empty if it has none)
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+# shellcheck disable=SC2086  # a list, one line
+
+case ${1:-}:$# in
+list:1) ks=$(kernel_names); echo $ks ;;
+list:2) ks=$(kernels_with "$2"); echo $ks ;;
+get:2) the_kernel "$2" ;;
+field:3)
+	case " $KERNEL_FIELDS " in
+	*" $3 "*) ;;
+	*) die "'$3' is not a field ($KERNEL_FIELDS)" ;;
+	esac
+	kernel_file "$2"
+	echo "${KF[$3]:-}"
+	;;
+*) die "usage: kernels.sh list [FIELD] | get FIELD | field NAME FIELD" ;;
+esac
