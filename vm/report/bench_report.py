@@ -10,8 +10,9 @@ bench_report.py --compare RUN_DIR the kernels of one run side by side
 A run of several passes (vm/check.sh's PASSES: each kernel booted once per
 pass, the kernels in turns) leaves bench-N.json and stock-N.json instead:
 a kernel's report pools the rounds of every pass, and the comparison
-judges each kernel against pristine 7.3 by the median of its passes'
-ratios, each pass's kernels having run next to each other.
+judges each kernel against its baseline (vm/kernels/' bench-target:
+PERCENT NAME) by the median of its passes' ratios, each pass's kernels
+having run next to each other.
 
 The one reader of the bench's JSON (selftests/dmirror_thp_bench.c, version
 2: every round's time, every 2 MB region's fault latency, the phases, the
@@ -420,11 +421,30 @@ plot "%s" using 1:2 with linespoints title "round trip", \\
 
 # ---- the like-for-like comparison ----
 
-COLUMNS = [("6.12", "bench", "dmirror-thp on 6.12 + series"),
-           ("7.3-pristine", "bench", "dmirror-thp on pristine 7.3"),
-           ("7.3", "bench", "dmirror-thp on 7.3 + series"),
-           ("7.3", "stock", "test_hmm on 7.3 + series"),
-           ("7.3-pristine", "stock", "test_hmm on pristine 7.3")]
+def kernel_field(name, field):
+    """A field of vm/kernels/NAME, as vm/kernels.sh (lib.sh) reads it."""
+    sh = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      os.pardir, "kernels.sh")
+    r = subprocess.run([sh, "field", name, field], stdout=subprocess.PIPE,
+                       text=True)
+    # A kernel of an older run may have no file any more: no field then.
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def columns(kernels):
+    """dmirror-thp on each kernel of the run, then test_hmm on each."""
+    return ([(k, "bench", "dmirror-thp on %s" % k) for k in kernels] +
+            [(k, "stock", "test_hmm on %s" % k) for k in kernels])
+
+
+def targets(kernels):
+    """(kernel, PERCENT, baseline) of each kernel with a bench-target:."""
+    out = []
+    for k in kernels:
+        bt = kernel_field(k, "bench-target").split()
+        if len(bt) == 2 and bt[1] in kernels:
+            out.append((k, int(bt[0]), bt[1]))
+    return out
 
 
 def pass_ratios(docs, base, mb, mode, path):
@@ -442,11 +462,10 @@ def report_compare(run, out):
     with open(os.path.join(run, "kernels")) as f:
         kernels = f.read().split()
     cols = []
-    for k, fn, name in COLUMNS:
-        if k in kernels:
-            doc, docs = load_passes(os.path.join(run, k), fn)
-            if doc:
-                cols.append((k, fn, name, doc, docs))
+    for k, fn, name in columns(kernels):
+        doc, docs = load_passes(os.path.join(run, k), fn)
+        if doc:
+            cols.append((k, fn, name, doc, docs))
     if not cols:
         sys.exit("dmirror-thp: error: no bench.json under %s" % run)
     passes = min(len(c[4]) for c in cols)
@@ -463,15 +482,19 @@ def report_compare(run, out):
         out += ["# " + l for l in TCG_NOTE.split("\n")]
     out.append("")
     rel_w = 17 if passes > 1 else 8
+    num = {c[:2]: i + 1 for i, c in enumerate(cols)}
+    tgts = [(k, want, base) for k, want, base in targets(kernels)
+            if (k, "bench") in num and (base, "bench") in num]
     out.append("  %-5s %-4s %-7s" % ("MB", "mode", "path") +
                "".join(" %8s" % ("[%d]" % (i + 1)) for i in range(len(cols))) +
-               "  %*s  %*s" % (rel_w, "[1]/[2]", rel_w, "[3]/[2]"))
+               "".join("  %*s" % (rel_w, "[%d]/[%d]" % (num[(k, "bench")],
+                                                          num[(b, "bench")]))
+                       for k, _, b in tgts))
     idx = {c[:2]: {s["size_mb"]: s["modes"] for s in c[3]["sizes"]} for c in cols}
     passes_of = {c[:2]: c[4] for c in cols}
     sizes = sorted({s["size_mb"] for c in cols for s in c[3]["sizes"]})
     t = Targets()
     dat = []
-    prist_key = ("7.3-pristine", "bench")
     for mb in sizes:
         for mode in ("thp", "4k"):
             for p in PATHS:
@@ -480,20 +503,20 @@ def report_compare(run, out):
                     r = idx[(k, fn)].get(mb, {}).get(mode)
                     vals.append(median_gib(r, p) if r else float("nan"))
                 rel = ""
-                if prist_key in passes_of:
-                    for key, want, who in ((("6.12", "bench"), 95, "6.12 + series"),
-                                           (("7.3", "bench"), 100, "7.3 + series")):
-                        rs = pass_ratios(passes_of.get(key, []), passes_of[prist_key], mb, mode, p)
-                        if not rs:
-                            rel += "  %*s" % (rel_w, "-")
-                            continue
-                        v = statistics.median(rs)
-                        fig = "%.0f%%" % v
-                        if passes > 1:
-                            fig += " [%.0f..%.0f]" % (min(rs), max(rs))
-                        rel += "  %*s" % (rel_w, fig)
-                        t.add("%d MB %s" % (mb, mode), "%s: %s >= %d%% of pristine 7.3" % (p, who, want),
-                              v, want, "%.0f%%", fig=fig)
+                for k, want, base in tgts:
+                    rs = pass_ratios(passes_of[(k, "bench")],
+                                     passes_of[(base, "bench")], mb, mode, p)
+                    if not rs:
+                        rel += "  %*s" % (rel_w, "-")
+                        continue
+                    v = statistics.median(rs)
+                    fig = "%.0f%%" % v
+                    if passes > 1:
+                        fig += " [%.0f..%.0f]" % (min(rs), max(rs))
+                    rel += "  %*s" % (rel_w, fig)
+                    t.add("%d MB %s" % (mb, mode),
+                          "%s: %s >= %d%% of %s" % (p, k, want, base),
+                          v, want, "%.0f%%", fig=fig)
                 out.append("  %-5d %-4s %-7s" % (mb, mode, p) +
                            "".join(" %8.3f" % v for v in vals) + rel)
                 if p == "rt":
