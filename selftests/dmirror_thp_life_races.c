@@ -185,10 +185,11 @@ struct mig_arg {
 	struct dm_buf *b;
 	bool to_dev;
 	/*
-	 * Pages may be dropped meanwhile: MIGRATE_TO_DEV's read-back may
-	 * then find one that the device cannot read, ENOENT (uapi/).
+	 * Pages may be dropped, or moved back by another thread, meanwhile:
+	 * MIGRATE_TO_DEV's read-back may then find one that the device
+	 * cannot read without a fault, ENOENT (uapi/).
 	 */
-	bool dropped;
+	bool racing;
 	volatile bool *stop;
 	unsigned long ok, busy;
 	int bad_errno;
@@ -208,7 +209,7 @@ static void *mig_thread(void *p)
 		if (!ret)
 			a->ok++;
 		else if (ret == -EBUSY || ret == -ENOMEM ||
-			 (ret == -ENOENT && a->dropped))
+			 (ret == -ENOENT && a->racing))
 			a->busy++;	/* documented, transient */
 		else if (!a->bad_errno)
 			a->bad_errno = -ret;
@@ -248,7 +249,8 @@ TEST_F_TIMEOUT(race2, migrate_races_fault_back, 120)
 
 	for (t = 0; t < 2; t++) {
 		ma[t] = (struct mig_arg){ .fd = self->c.fd[0], .b = b,
-					  .to_dev = t == 0, .stop = &stop };
+					  .to_dev = t == 0, .racing = true,
+					  .stop = &stop };
 		ASSERT_EQ(0, pthread_create(&th[t], NULL, mig_thread, &ma[t]));
 	}
 	/*
@@ -330,7 +332,7 @@ TEST_F_TIMEOUT(race2, migrate_races_dontneed, 120)
 
 	ASSERT_NE(NULL, seen);
 	ma = (struct mig_arg){ .fd = self->c.fd[0], .b = b, .to_dev = true,
-			       .dropped = true, .stop = &stop };
+			       .racing = true, .stop = &stop };
 	ASSERT_EQ(0, pthread_create(&th, NULL, mig_thread, &ma));
 	while (bad < 0 && dm_now() < end && (k < 100 || mig_done(&ma) < 3)) {
 		size_t keep = (k & 1) * half, drop = half - keep;
