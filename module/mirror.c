@@ -764,11 +764,26 @@ static int dmirror_exclusive_page(struct dmirror *dmirror, unsigned long addr)
 
 	mmap_assert_locked(mm);
 	for (tries = 0; tries < DMIRROR_EXCLUSIVE_TRIES; tries++) {
-		unsigned long seq = mmu_interval_read_begin(&dmirror->notifier);
+		unsigned long seq;
 		struct folio *folio;
 		struct page *page;
 		bool stale;
 		int ret = 0;
+
+		/*
+		 * A stale try leaves its device-exclusive entry in place (the
+		 * first try of a PMD-mapped THP is stale after the split
+		 * under it).  make_device_exclusive() would restore that entry
+		 * by a fault whose invalidation (MMU_NOTIFY_CLEAR, no owner)
+		 * makes the next try stale too, and so on until -EBUSY: fault
+		 * the page back before the sequence is taken.
+		 */
+		if (tries) {
+			ret = fixup_user_fault(mm, addr, FAULT_FLAG_WRITE, NULL);
+			if (ret)
+				return ret == -ENOMEM ? -ENOMEM : -EBUSY;
+		}
+		seq = mmu_interval_read_begin(&dmirror->notifier);
 
 		/* The page comes back locked, its folio referenced. */
 		page = make_device_exclusive(mm, addr, dmirror->mdevice, &folio);
