@@ -440,6 +440,38 @@ TEST_F_TIMEOUT(race2, exclusive_races_dontneed, 120)
 	ASSERT_LT(0, unmapped) TH_LOG("no zap came after EXCLUSIVE");
 }
 
+/*
+ * EXCLUSIVE over a whole THP, twice: every page made exclusive and
+ * mirrored atomic, the read-back equal to the data, and a CPU read taking
+ * the pages back.  The PMD split under the first page invalidates the
+ * range, and a second EXCLUSIVE restores the first one's entries: neither
+ * may leave the module retrying into EBUSY (it did, on every kernel).
+ */
+TEST_F(race2, exclusive_whole_thp)
+{
+	struct dm_buf *b = DM_FILLED_BUF(&self->c, DM_THP_SIZE, true, 140);
+	struct hmm_dmirror_cmd cmd;
+	int round;
+
+	ASSERT_TRUE(dm_is_sys_thp(b->ptr, 1));
+	for (round = 0; round < 2; round++) {
+		memset(b->mirror, 0xA5, DM_THP_SIZE);
+		ASSERT_EQ(0, dm_cmd(self->c.fd[0], HMM_DMIRROR_EXCLUSIVE,
+				    (uintptr_t)b->ptr, (uintptr_t)b->mirror,
+				    DM_THP_PAGES, &cmd)) TH_LOG("round %d", round);
+		ASSERT_EQ(DM_THP_PAGES, cmd.cpages);
+		ASSERT_DATA(b->mirror, DM_THP_SIZE, 140);
+		ASSERT_EQ(-EPERM, dm_cmd(self->c.fd[0],
+					 HMM_DMIRROR_CHECK_EXCLUSIVE,
+					 (uintptr_t)b->ptr, 0, DM_THP_PAGES,
+					 NULL));
+	}
+	/* The CPU's reads take every page back from the device. */
+	ASSERT_DATA(b->ptr, DM_THP_SIZE, 140);
+	ASSERT_EQ(0, dm_cmd(self->c.fd[0], HMM_DMIRROR_CHECK_EXCLUSIVE,
+			    (uintptr_t)b->ptr, 0, DM_THP_PAGES, NULL));
+}
+
 /* ---- eviction racing process exit ---- */
 
 #define EVICT_RACE_SECONDS	20
