@@ -48,14 +48,11 @@ for ko in $kos; do
 done
 # The stock hmm-tests of every tree that provides them (vm/kernels/'
 # stock-tests:), whichever kernel this image is for.
-stock=$(kernels_with stock-tests)
-[ -n "$stock" ] || die "no kernel of vm/kernels/ has stock-tests:"
-for k in $stock; do
-	kernel_file "$k"
-	v=${KF[stock-tests]}
+stock=$(stock_tests)
+while read -r _ v; do
 	[ -x "$USR/hmm-tests-$v" ] || die "no $USR/hmm-tests-$v: run 'make tests'"
 	cp "$USR/hmm-tests-$v" "$R/bin/"
-done
+done <<< "$stock"
 if [ "$image" != stock ]; then
 	for p in $(make -s -C "$TOP/selftests" list-tests); do
 		[ -x "$USR/selftests/$p" ] || die "no $USR/selftests/$p: run 'make tests'"

@@ -158,6 +158,19 @@ kernels_with()
 	done
 }
 
+# stock_tests: "KERNEL NAME" for each kernel whose tree provides stock
+# hmm-tests (stock-tests: NAME), built as hmm-tests-NAME; at least one.
+stock_tests()
+{
+	local k=
+
+	for k in $(kernels_with stock-tests); do
+		kernel_file "$k"
+		echo "$k ${KF[stock-tests]}"
+	done
+	[ -n "$k" ] || die "no kernel of vm/kernels/ has stock-tests:"
+}
+
 # the_kernel FIELD: the one kernel whose file has FIELD.
 the_kernel()
 {

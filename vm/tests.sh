@@ -21,8 +21,8 @@ USR=$CACHE/userspace
 mkdir -p "$USR"
 
 harness=$(the_kernel harness)
-stock=$(kernels_with stock-tests)
-for k in $(echo "$stock" "$harness" | tr ' ' '\n' | sort -u); do
+stock=$(stock_tests)
+for k in $( { echo "$stock" | cut -d' ' -f1; echo "$harness"; } | sort -u); do
 	KERNEL=$k "$TOP/vm/tree.sh"
 done
 TH=$CACHE/kernels/$harness/linux
@@ -53,10 +53,9 @@ build_hmm_tests()
 		"$mm/hmm-tests.c" $extra -lrt -lm ||
 		die "the $v tree's hmm-tests do not build"
 }
-for k in $stock; do
-	kernel_file "$k"
-	build_hmm_tests "${KF[stock-tests]}" "$CACHE/kernels/$k/linux"
-done
+while read -r k v; do
+	build_hmm_tests "$v" "$CACHE/kernels/$k/linux"
+done <<< "$stock"
 
 if [ "${1:-}" != stock ]; then
 	progress "building selftests"
