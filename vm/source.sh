@@ -13,11 +13,15 @@
 #                         installing it, and the tarball is taken out of
 #                         the .deb into the cache.  The index is refreshed
 #                         once a day.
+#
+# source.sh PACKAGE SUITE fetches that package instead (make source: a
+# Debian kernel source to build as a tree of one's own).
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-pkg=$SOURCE_PACKAGE
-suite=$SOURCE_SUITE
+pkg=${1:-$SOURCE_PACKAGE}
+suite=${2:-$SOURCE_SUITE}
+[ $# = 0 ] || [ $# = 2 ] || die "usage: source.sh [PACKAGE SUITE]"
 if [ -z "$suite" ]; then
 	tarball=/usr/src/$pkg.tar.xz
 	[ -f "$tarball" ] || die "$tarball not found: run 'make deps'"
