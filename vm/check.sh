@@ -21,6 +21,12 @@ crashes=
 PLAN=${1:?usage: check.sh [--crashes] PLAN KERNEL...}
 shift
 [ $# -gt 0 ] || set -- "$KERNEL"
+# A tree of one's own (a path) runs under its name (lib.sh's kernel_name).
+names=()
+for k in "$@"; do
+	names+=("$(kernel_name "$k")") || exit 1
+done
+set -- "${names[@]}"
 PASSES=${PASSES:-1}
 case $PASSES in
 ''|*[!0-9]*|0) die "PASSES=$PASSES: a number of passes, 1 or more" ;;
@@ -55,7 +61,7 @@ python3 "$TOP/vm/report/results.py" "$RUN" > "$RUN/summary.txt" || st=$?
 cat "$RUN/summary.txt"
 # kunit.py exits non-zero when the document has a failing test; what
 # matters here is only that it could read it.
-python3 "$KSRC/tools/testing/kunit/kunit.py" parse --json="$RUN/results.json" \
+python3 "$(ksrc_of "$(the_kernel harness)")/tools/testing/kunit/kunit.py" parse --json="$RUN/results.json" \
 	"$RUN/results.ktap" > "$RUN/kunit.log" 2>&1 || [ -s "$RUN/results.json" ] ||
 	die "kunit.py could not parse $RUN/results.ktap (see $RUN/kunit.log)"
 # ... and it must count what results.py counted.

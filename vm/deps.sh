@@ -12,7 +12,8 @@ gnuplot-nox git debian-archive-keyring stress-ng trinity"
 # (vm/kernels/: a source: without a suite).
 for k in $(kernel_names); do
 	kernel_select "$k"
-	[ -n "$SOURCE_SUITE" ] || PKGS="$PKGS $SOURCE_PACKAGE"
+	[ "$SOURCE_KIND" != debian ] || [ -n "$SOURCE_SUITE" ] ||
+		PKGS="$PKGS $SOURCE_PACKAGE"
 done
 
 missing=

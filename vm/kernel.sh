@@ -8,9 +8,18 @@ set -eu
 need make gcc ccache bison flex bc
 
 kbuild_env
+# A tree without device-private THP is refused before anything builds,
+# with the module's own probes (module/Kbuild) and its one message.
+printf 'comma := ,\ninclude %s/module/Kbuild\nprobe: ; @:\n' "$TOP" |
+	make -s -f - srctree="$KSRC" probe 2>&1 | sed 's/^[^:]*:[0-9]*: \*\*\* //' >&2
+[ "${PIPESTATUS[1]}" = 0 ] || die "cannot build dmirror-thp.ko against $KERNEL ($KSRC)"
+
 # One build at a time on this machine: helpers and CI share the lock.
 KMAKE=(locked make -C "$KSRC" O="$KBUILD" "CC=${KCC:-ccache gcc}" KCFLAGS=-pipe
 	-j"$JOBS" -s)
+
+# What device-private THP migration and the suites cannot do without.
+NEEDED="ZONE_DEVICE|DEVICE_PRIVATE|TRANSPARENT_HUGEPAGE|MIGRATION|HMM_MIRROR|TEST_HMM|MODULES|NUMA"
 
 # The common fragment, then the kernel's own (vm/kernels/$KERNEL's config:),
 # then the flavour's: a later fragment overrides an earlier one.
@@ -30,6 +39,23 @@ mkdir -p "$KBUILD"
 if [ "$(cat "$KBUILD/.dmirror-config" 2>/dev/null)" != "$key" ]; then
 	progress "configuring $KERNEL ($FLAVOR): tinyconfig + $(echo $frags | sed "s|$TOP/||g")"
 	"${KMAKE[@]}" tinyconfig >/dev/null
+	if user_tree; then
+		# The project's fragments name options of its own kernels: an
+		# option this tree's Kconfig does not have is left out.
+		known=$(find "$KSRC" -name 'Kconfig*' -not -path '*/.git/*' \
+			-exec sed -n 's/^[[:space:]]*\(menu\)\{0,1\}config[[:space:]]\{1,\}\([A-Za-z0-9_]*\).*/\2/p' {} + |
+			sort -u)
+		# shellcheck disable=SC2086
+		cat $frags > "$KBUILD/fragments.all"
+		sed -n 's/^\(# \)\{0,1\}CONFIG_\([A-Za-z0-9_]*\)[= ].*/\2/p' "$KBUILD/fragments.all" |
+			sort -u | comm -23 - <(echo "$known") > "$KBUILD/fragments.unknown"
+		grep -v -E "^(# )?CONFIG_($(paste -sd'|' "$KBUILD/fragments.unknown"))[= ]" \
+			"$KBUILD/fragments.all" > "$KBUILD/fragments.config" ||
+			[ $? = 1 ]	# grep: no line left
+		[ ! -s "$KBUILD/fragments.unknown" ] ||
+			progress "$KERNEL's Kconfig has no $(paste -sd' ' "$KBUILD/fragments.unknown"): left out of its config"
+		frags=$KBUILD/fragments.config
+	fi
 	# shellcheck disable=SC2086
 	(cd "$KBUILD" && "$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KBUILD" \
 		"$KBUILD/.config" $frags >/dev/null)
@@ -47,6 +73,14 @@ if [ "$(cat "$KBUILD/.dmirror-config" 2>/dev/null)" != "$key" ]; then
 	done < <(cat $frags | grep '^CONFIG_' |
 		 awk -F= '{ v[$1] = $0; if (!($1 in o)) o[$1] = n++ }
 			  END { for (k in v) print o[k], v[k] }' | sort -n | cut -d' ' -f2-)
+	# A tree of one's own may differ from the project's kernels in any
+	# option but those device-private THP migration needs.
+	if [ -n "$bad" ] && user_tree; then
+		need_bad=$(echo "$bad" | tr ' ' '\n' | grep -E "^CONFIG_($NEEDED)=" | paste -sd' ')
+		[ -n "$need_bad" ] ||
+			{ progress "$KERNEL: its Kconfig does not take$bad"; bad=; }
+		bad=${need_bad:+ $need_bad}
+	fi
 	[ -z "$bad" ] || die "kernel config lost:$bad"
 	echo "$key" > "$KBUILD/.dmirror-config"
 fi

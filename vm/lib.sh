@@ -21,6 +21,8 @@ normal|debug) ;;
 esac
 
 _t0=$(date +%s)
+# Python run from a kernel tree (kunit.py) leaves no __pycache__ in it.
+export PYTHONDONTWRITEBYTECODE=1
 
 die()
 {
@@ -50,6 +52,10 @@ need()
 #                 without SUITE from the system's apt sources (make deps
 #                 installs it), with one through the private apt state in
 #                 the cache (vm/source.sh)
+#                 tree PATH [REV]   a kernel tree of one's own, read and
+#                 never written: built with O= in the cache as it is
+#                 (uncommitted changes included); with REV or a series, a
+#                 scratch clone (git clone --shared) in the cache
 #   series:       FOLDER       the series applied with git am (a folder of
 #                 kernel-prereq-patches/ with a series file); none: pristine
 #   config:       FRAGMENT...  config fragments merged after
@@ -65,6 +71,11 @@ need()
 #   bench-target: PERCENT NAME   make bench-compare's target: this
 #                 kernel's throughput at least PERCENT % of NAME's
 KERNEL_FIELDS="source series config stock-tests harness default ci compare bench-target"
+
+# A tree of one's own (make check KERNEL=/path/to/linux) is a kernel file
+# too, written by kernel_name into $USER_KERNELS; vm/kernels/ lists only
+# the project's own, those that make and make check cover.
+USER_KERNELS=$CACHE/trees
 
 # kernel_names: every kernel, in name order.
 kernel_names()
@@ -86,9 +97,10 @@ kernel_file()
 	local f=$TOP/vm/kernels/$1 line field n=0 w
 	local -a value
 
+	[ -f "$f" ] || f=$USER_KERNELS/$1
 	if [ ! -f "$f" ] || [ "${1#*/}" != "$1" ]; then
 		n=$(kernel_names)
-		die "no kernel '$1': vm/kernels/ has ${n//$'\n'/ }"
+		die "no kernel '$1': vm/kernels/ has ${n//$'\n'/ } (or KERNEL=/path/to/linux, a tree of your own)"
 	fi
 	unset KF
 	declare -gA KF=()
@@ -116,10 +128,46 @@ kernel_file()
 		KF[$field]=${value[*]}
 	done < "$f"
 	read -r -a value <<< "${KF[source]:-}"
-	if [ "${value[0]:-}" != debian ] || [ ${#value[@]} -lt 2 ] ||
-	   [ ${#value[@]} -gt 3 ]; then
-		die "vm/kernels/$1: source: is 'debian PACKAGE [SUITE]'"
+	case ${value[0]:-}:${#value[@]} in
+	debian:2|debian:3|tree:2|tree:3) ;;
+	*) die "$f: source: is 'debian PACKAGE [SUITE]' or 'tree PATH [REV]'" ;;
+	esac
+}
+
+# kernel_name KERNEL: the kernel's name.  A path is a tree of one's own:
+# its kernel file ($USER_KERNELS/NAME, NAME from the folder's name and a
+# hash of its path and SERIES) is written here, with SERIES=NAME's folder
+# of kernel-prereq-patches/ as its series, and its own hmm-tests.
+kernel_name()
+{
+	local path name f series=
+
+	case $1 in
+	*/*) ;;
+	*) kernel_file "$1"; echo "$1"; return ;;
+	esac
+	path=$(realpath -e "$1" 2>/dev/null) || die "KERNEL=$1: no such folder"
+	if [ ! -f "$path/Makefile" ] || [ ! -d "$path/mm" ] || [ ! -f "$path/Kconfig" ]; then
+		die "KERNEL=$1: not a Linux source tree (no Makefile, Kconfig and mm/)"
 	fi
+	if [ -n "${SERIES:-}" ]; then
+		series=kernel-prereq-patches/$SERIES
+		[ -f "$TOP/$series/series" ] ||
+			die "SERIES=$SERIES: no $series/series"
+	fi
+	name=$(basename "$path" | tr -c 'A-Za-z0-9._\n-' _)
+	name=$name-$(echo "$path $series" | sha256sum | cut -c1-8)
+	f=$USER_KERNELS/$name
+	mkdir -p "$USER_KERNELS"
+	{
+		echo "# make check KERNEL=$1${series:+ SERIES=$SERIES}: a tree of one's own"
+		echo "source:      tree $path"
+		[ -z "$series" ] || echo "series:      $series"
+		echo "stock-tests: $name"
+	} > "$f.new"
+	mv "$f.new" "$f"
+	kernel_file "$name"
+	echo "$name"
 }
 
 # kernel_select NAME: the variables of one guest kernel, from its file:
@@ -132,20 +180,33 @@ kernel_select()
 {
 	local -a src
 
-	KERNEL=$1
+	KERNEL=$(kernel_name "$1") || exit 1
 	kernel_file "$KERNEL"
 	read -r -a src <<< "${KF[source]}"
-	SOURCE_PACKAGE=${src[1]}
-	SOURCE_SUITE=${src[2]:-}
+	SOURCE_KIND=${src[0]}
+	SOURCE_PACKAGE='' SOURCE_SUITE='' SOURCE_TREE='' SOURCE_REV=''
+	if [ "$SOURCE_KIND" = debian ]; then
+		SOURCE_PACKAGE=${src[1]}
+		SOURCE_SUITE=${src[2]:-}
+	else
+		SOURCE_TREE=${src[1]}
+		SOURCE_REV=${src[2]:-}
+	fi
 	PATCHES=${KF[series]:+$TOP/${KF[series]}}
 	CONFIGS=${KF[config]:-}
 	STOCK_TESTS=${KF[stock-tests]:-}
 	COMPARE=${KF[compare]:-}
 	KDIR=$CACHE/kernels/$KERNEL
 	KSRC=$KDIR/linux
+	# A tree built as it is: the tree itself, never written (O=).
+	[ "$SOURCE_KIND" = debian ] || [ -n "$SOURCE_REV$PATCHES" ] ||
+		KSRC=$SOURCE_TREE
 	KBUILD=$KDIR/build-$FLAVOR
 	STAGE=$KDIR/stage-$FLAVOR
 }
+
+# user_tree: whether the selected kernel is a tree of one's own.
+user_tree() { [ "$SOURCE_KIND" = tree ]; }
 
 # kernels_with FIELD: the kernels whose file has FIELD, in name order.
 kernels_with()
@@ -160,6 +221,7 @@ kernels_with()
 
 # stock_tests: "KERNEL NAME" for each kernel whose tree provides stock
 # hmm-tests (stock-tests: NAME), built as hmm-tests-NAME; at least one.
+# A tree of one's own adds its own, when it is the selected kernel.
 stock_tests()
 {
 	local k=
@@ -169,7 +231,11 @@ stock_tests()
 		echo "$k ${KF[stock-tests]}"
 	done
 	[ -n "$k" ] || die "no kernel of vm/kernels/ has stock-tests:"
+	! user_tree || [ -z "$STOCK_TESTS" ] || echo "$KERNEL $STOCK_TESTS"
 }
+
+# ksrc_of KERNEL: the tree the kernel builds from (kernel_select's KSRC).
+ksrc_of() { (kernel_select "$1"; echo "$KSRC"); }
 
 # the_kernel FIELD: the one kernel whose file has FIELD.
 the_kernel()

@@ -42,6 +42,7 @@ build_hmm_tests()
 	local extra=
 
 	[ -f "$mm/hmm-tests.c" ] || die "$mm/hmm-tests.c not found: run 'make tree'"
+	# A tree of one's own has no .dmirror-series: built every time.
 	[ -x "$out" ] && [ "$out" -nt "$mm/hmm-tests.c" ] &&
 		[ "$out" -nt "$t/.dmirror-series" ] && return 0
 	# Newer hmm-tests read the THP size through the selftests helpers.
@@ -54,7 +55,7 @@ build_hmm_tests()
 		die "the $v tree's hmm-tests do not build"
 }
 while read -r k v; do
-	build_hmm_tests "$v" "$CACHE/kernels/$k/linux"
+	build_hmm_tests "$v" "$(ksrc_of "$k")"
 done <<< "$stock"
 
 if [ "${1:-}" != stock ]; then

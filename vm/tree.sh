@@ -6,6 +6,11 @@
 # branch.  A pristine kernel stays at base.  Re-applies only when the
 # series or the source version changes.
 #
+# A tree of one's own (source: tree PATH [REV]) is only checked when it is
+# built as it is; with REV or a series its base is a scratch clone in the
+# cache (git clone --shared: the tree's objects, read only) at REV, or at
+# HEAD with the tree's uncommitted changes committed on top.
+#
 # The series is applied in a scratch worktree ($KDIR/am), and the build
 # tree then checks out the result: git rewrites only the files that differ
 # from what the build tree has, so an edit to one patch rebuilds what that
@@ -20,13 +25,44 @@ AM=$KDIR/am
 upto=
 [ "${1:-}" = --upto ] && upto=$2
 
-read -r ver tarball < <(KERNEL=$KERNEL "$TOP/vm/source.sh" | tail -n 1)
-[ -n "${tarball:-}" ] || die "no $SOURCE_PACKAGE"
+# git commands that never write to a tree of one's own (no index refresh).
+git_ro() { GIT_OPTIONAL_LOCKS=0 git -C "$SOURCE_TREE" "$@"; }
+
+if user_tree; then
+	# Out-of-tree builds need a source tree that was never built in
+	# place; kbuild's own message comes only after the configuration.
+	for f in .config include/config include/generated; do
+		[ ! -e "$SOURCE_TREE/$f" ] ||
+			die "$SOURCE_TREE has $f: it was built in place, and kbuild builds out of tree (O=) only from a clean source tree; run 'make mrproper' there, or give SERIES= to build a scratch clone of its HEAD"
+	done
+	mk=$SOURCE_TREE/Makefile
+	ver=$(awk -F' *= *' '/^VERSION/ { v = $2 } /^PATCHLEVEL/ { p = $2 }
+		/^SUBLEVEL/ { s = $2 } /^EXTRAVERSION/ { e = $2; exit }
+		END { printf "%s.%s.%s%s", v, p, s, e }' "$mk")
+	if [ "$KSRC" = "$SOURCE_TREE" ]; then
+		progress "$KERNEL: $SOURCE_TREE ($ver$(git_ro describe --always --dirty 2>/dev/null | sed 's/^/, /')), built as it is"
+		exit 0
+	fi
+	git_ro rev-parse -q --verify HEAD > /dev/null ||
+		die "$SOURCE_TREE is not a git tree: REV= and SERIES= need one (a scratch clone is made of it)"
+	rev=${SOURCE_REV:-HEAD}
+	commit=$(git_ro rev-parse -q --verify "$rev^{commit}") ||
+		die "$SOURCE_TREE has no commit '$rev'"
+	# At HEAD, what the tree has not committed is part of it.
+	dirty=
+	[ -n "$SOURCE_REV" ] || dirty=$(git_ro diff HEAD --binary | sha256sum | cut -c1-16)
+	[ "$dirty" != "$(: | sha256sum | cut -c1-16)" ] || dirty=
+	ver="$commit${dirty:++$dirty}"
+fi
+if [ "$SOURCE_KIND" = debian ]; then
+	read -r ver tarball < <(KERNEL=$KERNEL "$TOP/vm/source.sh" | tail -n 1)
+	[ -n "${tarball:-}" ] || die "no $SOURCE_PACKAGE"
+fi
 if [ -n "$PATCHES" ]; then
 	[ -f "$PATCHES/BASE" ] || die "no $PATCHES/BASE"
 	base=$(cat "$PATCHES/BASE")
 	[ "$ver" = "$base" ] ||
-		echo "dmirror-thp: warning: $SOURCE_PACKAGE is '$ver', the $KERNEL series was tested on '$base'" >&2
+		echo "dmirror-thp: warning: ${SOURCE_PACKAGE:-$SOURCE_TREE} is '$ver', the series ${PATCHES#"$TOP"/} was tested on $base" >&2
 fi
 
 list=$(series_patches)
@@ -55,8 +91,35 @@ mkdir -p "$KDIR"
 exec 8> "$CACHE/build.lock"
 flock 8
 
+# The base branch: Debian's source, or one's own tree.
+BR=debian
+user_tree && BR=source
+# A tree of one's own: a scratch clone at the commit, its uncommitted
+# changes committed on top.
+if user_tree && [ "$(cat "$KSRC/.dmirror-version" 2>/dev/null)" != "$ver" ]; then
+	t=$(now)
+	progress "cloning $SOURCE_TREE at ${SOURCE_REV:-HEAD} (${commit:0:12}${dirty:+ and its uncommitted changes}) into $KSRC"
+	if ! git_k rev-parse -q --verify HEAD > /dev/null 2>&1; then
+		rm -rf "$KSRC" "$AM"
+		git clone -q --shared --no-checkout "$SOURCE_TREE" "$KSRC"
+		echo "/.dmirror-*" >> "$KSRC/.git/info/exclude"
+	fi
+	[ ! -d "$AM" ] || am_abort
+	git_k checkout -q -f -B "$BR" "$commit"
+	if [ -n "$dirty" ]; then
+		git_ro diff HEAD --binary | git_k apply --index ||
+			die "the uncommitted changes of $SOURCE_TREE do not apply to its HEAD"
+		git_k commit -q -m "uncommitted changes of $SOURCE_TREE"
+	fi
+	git_k tag -f base > /dev/null
+	rm -f "$KSRC/.dmirror-series"
+	echo "$ver" > "$KSRC/.dmirror-version"
+	took "$t" "clone ($KERNEL)"
+fi
+
 # A fresh or stale (other Debian version) tree is extracted again.
-if [ "$(cat "$KSRC/.dmirror-version" 2>/dev/null)" != "$ver" ]; then
+if [ "$SOURCE_KIND" = debian ] &&
+   [ "$(cat "$KSRC/.dmirror-version" 2>/dev/null)" != "$ver" ]; then
 	t=$(now)
 	progress "extracting $SOURCE_PACKAGE $ver into $KSRC"
 	rm -rf "$KSRC" "$AM" "$KDIR/${SOURCE_PACKAGE:?}"
@@ -76,7 +139,7 @@ fi
 [ "$(cat "$KSRC/.dmirror-series" 2>/dev/null)" = "$key" ] && exit 0
 
 if [ -z "$list" ]; then
-	git_k checkout -q -f debian
+	git_k checkout -q -f "$BR"
 	git_k reset -q --hard base
 	echo "$key" > "$KSRC/.dmirror-series"
 	progress "$KERNEL: pristine tree at base ($ver)"
