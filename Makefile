@@ -9,7 +9,9 @@
 #   make check        ... and run the test plans in a QEMU guest per kernel
 #
 # See README.md for the other targets.  KERNEL=NAME (vm/kernels/NAME) picks
-# one kernel; FLAVOR=debug selects the debug kernel (KASAN, lockdep,
+# one kernel, KERNEL=/path/to/linux a tree of one's own (built out of tree
+# in the cache, never written to; SERIES=7.3 applies that series to a
+# scratch clone of it); FLAVOR=debug selects the debug kernel (KASAN, lockdep,
 # kmemleak, ...); ACCEL=kvm|tcg forces the accelerator.  Everything built
 # lives in the cache
 # (${DMIRROR_THP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/dmirror-thp}).
@@ -37,7 +39,7 @@ T0 := $(shell date +%s)
 
 .PHONY: all deps tree kernel module tests initramfs check stock bench bench-compare migrate-bench trace soak \
 	stress stress-lowmem lifecycle shell gdb gdb-demo lab-bundle negative \
-	bisect-check callers mainline-series checkpatch module-check clean help
+	bisect-check callers mainline-series patches checkpatch module-check clean help
 
 # $(call each,CMD): CMD once per kernel of KERNELS, KERNEL set.
 each = @for k in $(KERNELS); do KERNEL=$$k $(1) || exit 1; done
@@ -172,6 +174,11 @@ callers: tree ## compile the tree's users of the changed API
 mainline-series: KERNELS = $(KERNEL)
 mainline-series: tree ## the default kernel's postings (7.3), signed off by you: cover letters, patches, checkpatch, recipients
 	@vm/mainline-series.sh
+
+# Which patches of kernel-prereq-patches/ each tree carries, by which the
+# expectations of vm/expect.list are chosen (vm/patch-state.sh).
+patches: tree ## which of the project's patches each kernel's tree carries (KERNEL=NAME or a path)
+	$(call each,vm/patch-state.sh --print)
 
 checkpatch: tree ## checkpatch.pl --strict on the series and the module
 	@vm/checkpatch.sh

@@ -33,9 +33,11 @@ cp "$TOP"/vm/guest/plans/* "$R/plans/"
 cp "$TOP"/vm/guest/*.sh "$R/lib/dmirror-thp/"
 echo "$KERNEL" > "$R/etc/dmirror-thp/kernel"
 # The tests this kernel runs in a boot of their own, because they crash it,
-# and those its guest cannot run (vm/expect.list): the plans leave them out.
-python3 "$TOP/vm/report/expect.py" exclude "$KERNEL" "$FLAVOR" > "$R/etc/dmirror-thp/exclude" ||
-	die "vm/expect.list cannot be read"
+# and those its guest cannot run (vm/expect.list, by the patches its tree
+# carries: vm/patch-state.sh): the plans leave them out.
+"$TOP/vm/patch-state.sh"
+python3 "$TOP/vm/report/expect.py" exclude "$KERNEL" "$FLAVOR" "$KDIR/patches" \
+	> "$R/etc/dmirror-thp/exclude" || die "vm/expect.list cannot be read"
 
 # The stock image needs only the tree's modules and hmm-tests; every other
 # image needs all of them.  A missing piece is an error here, not a skip

@@ -33,6 +33,9 @@ cp "$INITRD" "$OUT/initramfs.cpio.gz"
 cp "$STAGE"/initramfs-full/lib/modules/*.ko "$OUT/modules/"
 cp "$TOP"/vm/report/results.py "$TOP"/vm/report/expect.py "$TOP"/vm/expect.list \
 	"$OUT/"
+# What the tree carries (vm/patch-state.sh): what its expectations follow.
+[ -f "$KDIR/patches" ] || die "no $KDIR/patches: run 'make initramfs KERNEL=$KERNEL'"
+cp "$KDIR/patches" "$OUT/patches"
 truncate -s "$SWAP" "$OUT/swap.img"
 
 # The guest of make check, under TCG (labs rarely nest KVM), with the
@@ -53,6 +56,7 @@ cat > "$OUT/boot.sh" <<EOF
 # clean.
 cd "\$(dirname "\$0")" || exit 1
 mkdir -p run/$KERNEL
+cp patches run/$KERNEL/patches
 echo $KERNEL > run/kernels
 echo $FLAVOR > run/flavour
 rc=0

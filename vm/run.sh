@@ -109,6 +109,10 @@ K=$RUN_DIR/$KERNEL
 mkdir -p "$K"
 PASS=${PASS:-}
 [ "${PASS:-1}" != 1 ] || : > "$K/boots"
+# What the tree carries, as the initramfs was packed (vm/patch-state.sh):
+# the run's expectations follow it.
+[ -f "$KDIR/patches" ] || die "no $KDIR/patches: run 'make initramfs KERNEL=$KERNEL'"
+cp "$KDIR/patches" "$K/patches"
 
 # boot NAME KIND TIMEOUT APPEND [SUITE TEST]: one guest boot.
 boot()
@@ -141,4 +145,4 @@ while read -r suite test; do
 	boot "crash-$n" crash 600 \
 		"plan=crash oops=panic panic_on_warn=1 dm_CRASH_SUITE=$suite dm_CRASH_TEST=$test" \
 		"$suite" "$test"
-done < <(python3 "$TOP/vm/report/expect.py" crashes "$KERNEL" "$FLAVOR")
+done < <(python3 "$TOP/vm/report/expect.py" crashes "$KERNEL" "$FLAVOR" "$K/patches")

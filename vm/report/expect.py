@@ -2,10 +2,24 @@
 # SPDX-License-Identifier: GPL-2.0
 """The one reader of vm/expect.list: what a kernel is expected not to pass.
 
-Each line is KIND KERNEL SUITE TEST REASON, whitespace separated, with
-KERNEL, SUITE and TEST shell globs (fnmatch) and REASON the rest of the
-line.  KERNEL names a kernel ("7.3-pristine"), or a kernel and a flavour
-("*/debug"): an entry for one flavour only.  KIND is one of:
+Each line is KIND WHEN SUITE TEST REASON, whitespace separated, with SUITE
+and TEST shell globs (fnmatch) and REASON the rest of the line.  WHEN says
+which kernels the entry is for:
+
+  KERNEL            a kernel's name, a glob ("*", "6.12"), or a kernel and
+                    a flavour ("*/debug"): a fact of the guest or of that
+                    kernel's own driver
+  needs:P[+P...]    every tree that lacks one of the patches P, each
+                    SERIES/POSTING/NNNN (kernel-prereq-patches/SERIES/
+                    POSTING/NNNN-*.patch): the test passes with them
+  lacks:FILE:SYM    every tree whose FILE has no SYM (a word): what the
+                    tree's own code cannot do
+
+Which patches a tree carries and which symbols it has is vm/patch-state.sh's
+finding, the file KDIR/patches (RUN_DIR/KERNEL/patches in a run), read by
+State below: a patch is present, absent or unknown (it applies neither way).
+An entry for an unknown patch does not apply (the test must pass), and a
+failure it would have explained says so.  KIND is one of:
 
   skip   the test may skip on that kernel (the harness's SKIP)
   xfail  the test is expected to fail on that kernel: its failure is
@@ -20,10 +34,14 @@ line.  KERNEL names a kernel ("7.3-pristine"), or a kernel and a flavour
          reported as a skip with the REASON; TEST "*" leaves the whole
          suite out, reported as one skip
 
-expect.py crashes KERNEL FLAVOR   "SUITE TEST" for each crash entry of
-                                  KERNEL: one boot each
-expect.py exclude KERNEL FLAVOR   "SUITE TEST" for each crash and omit
-                                  entry: what the plans leave out
+expect.py crashes KERNEL FLAVOR STATE   "SUITE TEST" for each crash entry
+                                        of KERNEL: one boot each
+expect.py exclude KERNEL FLAVOR STATE   "SUITE TEST" for each crash and
+                                        omit entry: what the plans leave out
+expect.py probes        what vm/patch-state.sh must find out: "series S"
+                        for each series a needs: names, "symbol FILE SYM"
+                        for each lacks:
+expect.py state STATE   which patches a tree carries, for a person
 """
 import fnmatch
 import os
@@ -38,10 +56,66 @@ LIST = next((p for p in (os.path.join(HERE, "expect.list"),
              if os.path.exists(p)), os.path.join(HERE, "expect.list"))
 
 
+class State:
+    """What vm/patch-state.sh found in one tree."""
+
+    def __init__(self, path):
+        self.path = path
+        self.patches = {}   # SERIES/POSTING/NNNN: (state, how, subject)
+        self.symbols = {}   # FILE:SYM: whether the tree has it
+        with open(path) as f:
+            for line in f:
+                if line.startswith("#") or not line.strip():
+                    continue
+                w = line.split(None, 3)
+                if w[0] in ("present", "absent", "unknown") and len(w) >= 3:
+                    self.patches[w[1]] = (w[0], w[2],
+                                          w[3].strip() if len(w) > 3 else "")
+                elif w[0] in ("has", "lacks") and len(w) == 2:
+                    self.symbols[w[1]] = w[0] == "has"
+                else:
+                    raise ValueError("%s: cannot read '%s'"
+                                     % (path, line.strip()))
+
+    def patch(self, name):
+        if name not in self.patches:
+            raise ValueError("%s says nothing of %s (vm/expect.list names it:"
+                             " a patch of no series?)" % (self.path, name))
+        return self.patches[name]
+
+    def has(self, symbol):
+        if symbol not in self.symbols:
+            raise ValueError("%s says nothing of %s" % (self.path, symbol))
+        return self.symbols[symbol]
+
+
+def load_state(path):
+    """The State of a tree, or None where there is none (a kernel whose
+    run predates vm/patch-state.sh): then only entries by name apply."""
+    return State(path) if path and os.path.exists(path) else None
+
+
+PATCH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*/[0-9]{4}$")
+
+
 class Entry:
-    def __init__(self, kind, kernel, suite, test, reason, where):
+    def __init__(self, kind, when, suite, test, reason, where):
         self.kind = kind
-        self.kernel = kernel
+        self.kernel = None
+        self.needs = []
+        self.lacks = None
+        if when.startswith("needs:"):
+            self.needs = when[len("needs:"):].split("+")
+            for n in self.needs:
+                if not PATCH.match(n):
+                    raise ValueError("%s: needs: names SERIES/POSTING/NNNN,"
+                                     " not '%s'" % (where, n))
+        elif when.startswith("lacks:"):
+            self.lacks = when[len("lacks:"):]
+            if self.lacks.count(":") != 1:
+                raise ValueError("%s: lacks: is lacks:FILE:SYMBOL" % where)
+        else:
+            self.kernel = when
         self.suite = suite
         self.test = test
         self.reason = reason
@@ -56,15 +130,37 @@ class Entry:
         if not self.reason:
             raise ValueError("%s: an entry needs a reason" % where)
 
-    def for_kernel(self, kernel, flavour):
-        if "/" in self.kernel:
-            kernel = "%s/%s" % (kernel, flavour)
-        return fnmatch.fnmatchcase(kernel, self.kernel)
+    def for_kernel(self, kernel, flavour, state):
+        if self.kernel is not None:
+            if "/" in self.kernel:
+                kernel = "%s/%s" % (kernel, flavour)
+            return fnmatch.fnmatchcase(kernel, self.kernel)
+        if state is None:
+            return False
+        if self.lacks:
+            return not state.has(self.lacks)
+        return any(state.patch(n)[0] == "absent" for n in self.needs)
 
-    def matches(self, kernel, flavour, suite, test):
-        return (self.for_kernel(kernel, flavour) and
-                fnmatch.fnmatchcase(suite, self.suite) and
-                fnmatch.fnmatchcase(test, self.test))
+    def unknown(self, state):
+        """The patches it needs whose state in the tree is unknown."""
+        if state is None:
+            return []
+        return [n for n in self.needs if state.patch(n)[0] == "unknown"]
+
+    def why(self, state):
+        """The reason, with the subjects of the patches it needs."""
+        if not self.needs or state is None:
+            return self.reason
+        return "needs %s: %s" % (", ".join(
+            "%s (%s%s)" % (n, state.patch(n)[2],
+                           "" if state.patch(n)[0] == "absent"
+                           else ", %s here" % state.patch(n)[0])
+            for n in self.needs), self.reason)
+
+    def matches(self, kernel, flavour, state, suite, test):
+        return (fnmatch.fnmatchcase(suite, self.suite) and
+                fnmatch.fnmatchcase(test, self.test) and
+                self.for_kernel(kernel, flavour, state))
 
 
 def load(path=LIST):
@@ -83,31 +179,81 @@ def load(path=LIST):
     return entries
 
 
-def lookup(entries, kind, kernel, flavour, suite, test):
+def lookup(entries, kind, kernel, flavour, state, suite, test):
     """The first entry of KIND that matches, or None."""
     for e in entries:
-        if e.kind == kind and e.matches(kernel, flavour, suite, test):
+        if e.kind == kind and e.matches(kernel, flavour, state, suite, test):
             return e
     return None
 
 
-def of_kind(entries, kinds, kernel, flavour):
+def unexplained(entries, kinds, state, suite, test):
+    """An entry of KINDS for the test that needs a patch whose state in
+    the tree is unknown: what a failure of the test may mean."""
+    for e in entries:
+        if (e.kind in kinds and e.unknown(state) and
+                fnmatch.fnmatchcase(suite, e.suite) and
+                fnmatch.fnmatchcase(test, e.test)):
+            return e
+    return None
+
+
+def of_kind(entries, kinds, kernel, flavour, state):
     return [e for e in entries
-            if e.kind in kinds and e.for_kernel(kernel, flavour)]
+            if e.kind in kinds and e.for_kernel(kernel, flavour, state)]
 
 
-def crashes(entries, kernel, flavour):
-    return of_kind(entries, ("crash",), kernel, flavour)
+def crashes(entries, kernel, flavour, state):
+    return of_kind(entries, ("crash",), kernel, flavour, state)
+
+
+def probes(entries):
+    series = sorted({n.split("/")[0] for e in entries for n in e.needs})
+    symbols = sorted({e.lacks for e in entries if e.lacks})
+    return (["series %s" % s for s in series] +
+            ["symbol %s" % " ".join(s.split(":")) for s in symbols])
+
+
+def summary(state, brief=False):
+    """Per series, which of its patches the tree carries (brief: one line
+    each, and what it lacks of the symbols)."""
+    out, by = [], {}
+    for n, (st, how, subj) in state.patches.items():
+        by.setdefault(n.split("/")[0], []).append((n, st, how, subj))
+    for series, ps in by.items():
+        count = {k: sum(1 for p in ps if p[1] == k)
+                 for k in ("present", "absent", "unknown")}
+        out.append("kernel-prereq-patches/%s: %d present, %d absent, "
+                   "%d unknown (of %d)" % (series, count["present"],
+                                           count["absent"], count["unknown"],
+                                           len(ps)))
+        if brief:
+            continue
+        for n, st, how, subj in ps:
+            out.append("  %-7s %-22s %-8s %s" % (st, n, how, subj))
+    lacks = [sym for sym, has in sorted(state.symbols.items()) if not has]
+    if brief:
+        out.append("lacks %s" % (", ".join(lacks) or "none of the symbols asked"))
+    else:
+        for sym, has in sorted(state.symbols.items()):
+            out.append("%s %s" % ("has  " if has else "lacks", sym))
+    return out
 
 
 def main():
     a = sys.argv[1:]
-    if a[:1] == ["crashes"] and len(a) == 3:
-        todo = crashes(load(), a[1], a[2])
-    elif a[:1] == ["exclude"] and len(a) == 3:
-        todo = of_kind(load(), ("crash", "omit"), a[1], a[2])
+    if a[:1] in (["crashes"], ["exclude"]) and len(a) == 4:
+        kinds = ("crash",) if a[0] == "crashes" else ("crash", "omit")
+        todo = of_kind(load(), kinds, a[1], a[2], load_state(a[3]))
+    elif a == ["probes"]:
+        print("\n".join(probes(load())))
+        return 0
+    elif a[:1] == ["state"] and len(a) == 2:
+        print("\n".join(summary(State(a[1]))))
+        return 0
     else:
-        sys.exit("usage: expect.py crashes|exclude KERNEL FLAVOR")
+        sys.exit("usage: expect.py crashes|exclude KERNEL FLAVOR STATE"
+                 " | probes | state STATE")
     for e in todo:
         if (e.kind == "omit" and e.test != "*" and
                 re.search(r"[][*?]", e.test)):

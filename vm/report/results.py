@@ -89,20 +89,34 @@ class Group:
 
 # The run's flavour (RUN_DIR/flavour): vm/expect.list may name one.
 FLAVOR = "normal"
+# What each kernel's tree carries (RUN_DIR/KERNEL/patches, written by
+# vm/patch-state.sh when its initramfs was packed): the needs: and lacks:
+# entries of vm/expect.list follow it.
+STATES = {}
 
 
 def judge(entries, kernel, suite, name, ok, skip_reason):
     """A test's status and reason, by its result and vm/expect.list."""
+    state = STATES.get(kernel)
     if skip_reason is not None:
-        if expect.lookup(entries, "skip", kernel, FLAVOR, suite, name):
+        if expect.lookup(entries, "skip", kernel, FLAVOR, state, suite, name):
             return "skip", skip_reason
         return "fail", "skipped, and not an allowed skip: " + skip_reason
-    xf = expect.lookup(entries, "xfail", kernel, FLAVOR, suite, name)
+    xf = expect.lookup(entries, "xfail", kernel, FLAVOR, state, suite, name)
     if xf and ok:
-        return "fail", "XPASS: expected to fail on %s (%s)" % (kernel, xf.reason)
+        return "fail", "XPASS: expected to fail on %s (%s)" % (kernel, xf.why(state))
     if xf:
-        return "xfail", xf.reason
-    return ("pass", "") if ok else ("fail", "")
+        return "xfail", xf.why(state)
+    if ok:
+        return "pass", ""
+    # A failure that an entry would explain, had the tree's state of its
+    # patch been known.
+    e = expect.unexplained(entries, ("xfail", "crash"), state, suite, name)
+    if e:
+        return "fail", ("%s: %s, which applies to this tree neither way "
+                        "(changed otherwise?)" % (e.why(state),
+                                                  ", ".join(e.unknown(state))))
+    return "fail", ""
 
 
 def read_boot(path, kernel, entries, suites, steps, out_dir):
@@ -146,7 +160,8 @@ def read_boot(path, kernel, entries, suites, steps, out_dir):
                 suite.tests.append(Test("exited with status 0", "pass"))
             if suite:
                 # What the plan left out of it (-T): a skip, with why.
-                for e in expect.of_kind(entries, ("omit",), kernel, FLAVOR):
+                for e in expect.of_kind(entries, ("omit",), kernel, FLAVOR,
+                                        STATES.get(kernel)):
                     if not fnmatch.fnmatchcase(suite.name, e.suite):
                         continue
                     ran = e.test == "*" or any(
@@ -154,15 +169,18 @@ def read_boot(path, kernel, entries, suites, steps, out_dir):
                         for t in suite.tests)
                     suite.tests.append(
                         Test(e.test, "fail", "left out by vm/expect.list, and ran")
-                        if ran else Test(e.test, "skip", "left out: " + e.reason))
+                        if ran else Test(e.test, "skip", "left out: " +
+                                         e.why(STATES.get(kernel))))
             suite = None
         elif line.startswith("### SUITE-SKIPPED "):
             # Left out whole: an omit entry's skip (a crash entry's
             # suite is reported by its crash boot).
             g = Group(line.split()[2])
-            for e in expect.of_kind(entries, ("omit",), kernel, FLAVOR):
+            for e in expect.of_kind(entries, ("omit",), kernel, FLAVOR,
+                                    STATES.get(kernel)):
                 if e.test == "*" and fnmatch.fnmatchcase(g.name, e.suite):
-                    g.tests.append(Test("*", "skip", "left out: " + e.reason))
+                    g.tests.append(Test("*", "skip", "left out: " +
+                                        e.why(STATES.get(kernel))))
             if g.tests:
                 suites.append(g)
         elif line.startswith("### SUITE "):
@@ -237,14 +255,16 @@ def read_kernel(run, kernel, entries, splats):
         if kind == "crash":
             suite, test = b[3], b[4]
             what = "%s: %s" % (suite, test)
-            e = next((c for c in expect.crashes(entries, kernel, FLAVOR)
+            e = next((c for c in expect.crashes(entries, kernel, FLAVOR,
+                                                STATES.get(kernel))
                       if c.suite == suite and c.test == test), None)
             if e is None:
                 crashes.tests.append(Test(what, "fail", "no such crash entry"))
                 continue
             seen = any(e.signature.search(l) for l in lines)
             if seen:
-                crashes.tests.append(Test(what, "xfail", e.reason))
+                crashes.tests.append(Test(what, "xfail",
+                                          e.why(STATES.get(kernel))))
                 continue
             # No expected report: the test passed (XPASS) or failed
             # some other way; either fails the run.
@@ -352,6 +372,8 @@ def main():
     label = {"pass": "ok", "fail": "not ok", "skip": "skip", "xfail": "xfail"}
     kernels, splats = [], []
     for kname in names:
+        STATES[kname] = expect.load_state(os.path.join(run, kname, "patches"))
+    for kname in names:
         groups, console, reports = read_kernel(run, kname, entries, splats)
         kernels.append((kname, groups, console, reports))
         for g in groups:
@@ -368,6 +390,12 @@ def main():
         with open(os.path.join(run, "splats.txt"), "w") as f:
             f.write("".join(splats))
     write_ktap(os.path.join(run, "results.ktap"), kernels)
+    # Which of the project's patches each tree carries: what its
+    # expectations followed.
+    for kname in names:
+        if STATES[kname]:
+            for line in expect.summary(STATES[kname], brief=True):
+                print("%s: %s" % (kname, line))
     if counts["xfail"]:
         print("%d of the passes are expected failures (XFAIL, vm/expect.list)" %
               counts["xfail"])
