@@ -7,6 +7,7 @@
 # which calls this, reads them (vm/report/results.py).
 #
 # run.sh [--crashes] PLAN   PLAN: a plan of vm/guest/plans, or several (a+b)
+#                           (--crashes: the crash and isolated boots too)
 # run.sh --shell            interactive guest (ttyS0 on stdio), host folder
 #                           on 9p; GDB=1 (any plan) adds QEMU's gdbstub (-s,
 #                           on :1234) and stops the guest before its first
@@ -139,10 +140,12 @@ done
 [ $crashes = 1 ] || exit 0
 # A test that crashes the kernel as expected panics it at once (oops=panic,
 # panic_on_warn): QEMU exits (-no-reboot) instead of waiting for the limit.
+# An isolated boot is one for a test whose crash entry names a patch the
+# tree may or may not carry (vm/patch-state.sh's unknown): it must pass.
 n=0
-while read -r suite test; do
+while read -r kind suite test; do
 	n=$((n + 1))
-	boot "crash-$n" crash 600 \
+	boot "$kind-$n" "$kind" 600 \
 		"plan=crash oops=panic panic_on_warn=1 dm_CRASH_SUITE=$suite dm_CRASH_TEST=$test" \
 		"$suite" "$test"
 done < <(python3 "$TOP/vm/report/expect.py" crashes "$KERNEL" "$FLAVOR" "$K/patches")

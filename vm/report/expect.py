@@ -19,7 +19,9 @@ Which patches a tree carries and which symbols it has is vm/patch-state.sh's
 finding, the file KDIR/patches (RUN_DIR/KERNEL/patches in a run), read by
 State below: a patch is present, absent or unknown (it applies neither way).
 An entry for an unknown patch does not apply (the test must pass), and a
-failure it would have explained says so.  KIND is one of:
+failure it would have explained says so; a crash entry's test then runs
+alone in a boot of its own (isolated), where a crash fails it without
+taking the other tests down.  KIND is one of:
 
   skip   the test may skip on that kernel (the harness's SKIP)
   xfail  the test is expected to fail on that kernel: its failure is
@@ -34,10 +36,13 @@ failure it would have explained says so.  KIND is one of:
          reported as a skip with the REASON; TEST "*" leaves the whole
          suite out, reported as one skip
 
-expect.py crashes KERNEL FLAVOR STATE   "SUITE TEST" for each crash entry
-                                        of KERNEL: one boot each
-expect.py exclude KERNEL FLAVOR STATE   "SUITE TEST" for each crash and
-                                        omit entry: what the plans leave out
+expect.py crashes KERNEL FLAVOR STATE   "crash SUITE TEST" for each crash
+                                        entry of KERNEL, "isolated SUITE
+                                        TEST" for each whose patch is
+                                        unknown there: one boot each
+expect.py exclude KERNEL FLAVOR STATE   "SUITE TEST" for each of those and
+                                        each omit entry: what the plans
+                                        leave out
 expect.py probes        what vm/patch-state.sh must find out: "series S"
                         for each series a needs: names, "symbol FILE SYM"
                         for each lacks:
@@ -207,6 +212,16 @@ def crashes(entries, kernel, flavour, state):
     return of_kind(entries, ("crash",), kernel, flavour, state)
 
 
+def isolated(entries, kernel, flavour, state):
+    """The crash entries that a tree may or may not need: none of their
+    patches is absent, one is unknown.  Each test runs alone in a boot of
+    its own, as a crash boot does, so that a crash (the tree lacks the
+    fix) fails that test and leaves the others standing."""
+    return [e for e in entries
+            if e.kind == "crash" and e.unknown(state) and
+            not e.for_kernel(kernel, flavour, state)]
+
+
 def probes(entries):
     series = sorted({n.split("/")[0] for e in entries for n in e.needs})
     symbols = sorted({e.lacks for e in entries if e.lacks})
@@ -243,8 +258,15 @@ def summary(state, brief=False):
 def main():
     a = sys.argv[1:]
     if a[:1] in (["crashes"], ["exclude"]) and len(a) == 4:
-        kinds = ("crash",) if a[0] == "crashes" else ("crash", "omit")
-        todo = of_kind(load(), kinds, a[1], a[2], load_state(a[3]))
+        entries, state = load(), load_state(a[3])
+        if a[0] == "crashes":
+            for e in crashes(entries, a[1], a[2], state):
+                print("crash %s %s" % (e.suite, e.test))
+            for e in isolated(entries, a[1], a[2], state):
+                print("isolated %s %s" % (e.suite, e.test))
+            return 0
+        todo = (of_kind(entries, ("crash", "omit"), a[1], a[2], state) +
+                isolated(entries, a[1], a[2], state))
     elif a == ["probes"]:
         print("\n".join(probes(load())))
         return 0

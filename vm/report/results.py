@@ -239,6 +239,7 @@ def read_kernel(run, kernel, entries, splats):
     """The groups of one kernel: suites, steps, crash boots, console."""
     kdir = os.path.join(run, kernel)
     suites, steps, crashes = [], Group("steps"), Group("crash boots")
+    isolated = Group("isolated boots")
     reports = []
     try:
         with open(os.path.join(kdir, "boots")) as f:
@@ -252,6 +253,34 @@ def read_kernel(run, kernel, entries, splats):
         results = os.path.join(kdir, "results-%s.log" % name)
         lines = console_lines(os.path.join(kdir, "console-%s.log" % name))
         hits = [i for i, l in enumerate(lines) if SPLATS.search(l)]
+        if kind == "isolated":
+            # A test that may crash this tree (its patch is unknown here):
+            # alone, it must pass with a clean console.
+            suite, test = b[3], b[4]
+            what = "%s: %s" % (suite, test)
+            e = next((c for c in expect.isolated(entries, kernel, FLAVOR,
+                                                 STATES.get(kernel))
+                      if c.suite == suite and c.test == test), None)
+            sub_s, sub_st = [], Group("steps")
+            read_boot(results, kernel, entries, sub_s, sub_st, kdir)
+            ran = [t for g in sub_s for t in g.tests]
+            if e is None:
+                isolated.tests.append(Test(what, "fail", "no such entry"))
+            elif hits:
+                isolated.tests.append(Test(what, "fail", "%s (%s): %s, which "
+                                           "applies to this tree neither way"
+                                           % (lines[hits[0]].strip(),
+                                              e.why(STATES.get(kernel)),
+                                              ", ".join(e.unknown(STATES.get(kernel))))))
+            elif ran and all(t.status in ("pass", "skip") for t in ran):
+                isolated.tests.append(Test(what, "pass"))
+            else:
+                isolated.tests.append(Test(what, "fail", "; ".join(
+                    "%s %s" % (t.name, t.status) for t in ran
+                    if t.status not in ("pass", "skip")) or "no results"))
+            if hits:
+                splats.append(splat_context(lines, hits, "%s %s" % (kernel, name)))
+            continue
         if kind == "crash":
             suite, test = b[3], b[4]
             what = "%s: %s" % (suite, test)
@@ -294,7 +323,7 @@ def read_kernel(run, kernel, entries, splats):
         console = Test("console: " + reports[0] + more, "fail")
     else:
         console = Test("console clean", "pass")
-    groups = suites + [g for g in (steps, crashes) if g.tests]
+    groups = suites + [g for g in (steps, crashes, isolated) if g.tests]
     return groups, console, reports
 
 
