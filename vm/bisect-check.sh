@@ -14,6 +14,8 @@ set -eu
 need git make gcc ccache flock
 
 [ -n "$PATCHES" ] || die "$KERNEL has no series to bisect"
+# Its worktrees live in the tree: only a tree of the cache.
+! user_tree || die "$KERNEL is a tree of your own: bisect-check builds the project's kernels (vm/kernels/)"
 WT=$KDIR/bisect/linux
 B=$KDIR/bisect/build
 TARGETS=${BISECT_TARGETS:-bzImage modules}

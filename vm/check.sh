@@ -39,6 +39,8 @@ mkdir -p "$RUN"
 ln -sfn "$RUN" "$LOGDIR/latest"
 progress "logs in $RUN"
 echo "$*" > "$RUN/kernels"
+# The expectations it is judged by, with the run (vm/report/results.py).
+cp "$TOP/vm/expect.list" "$RUN/expect.list"
 echo "$FLAVOR" > "$RUN/flavour"
 for pass in $(seq "$PASSES"); do
 	[ "$PASSES" = 1 ] || progress "pass $pass of $PASSES: $*"

@@ -36,7 +36,7 @@ echo "$KERNEL" > "$R/etc/dmirror-thp/kernel"
 # and those its guest cannot run (vm/expect.list, by the patches its tree
 # carries: vm/patch-state.sh): the plans leave them out.
 "$TOP/vm/patch-state.sh"
-python3 "$TOP/vm/report/expect.py" exclude "$KERNEL" "$FLAVOR" "$KDIR/patches" \
+python3 "$TOP/vm/report/expect.py" exclude "$KERNEL" "$FLAVOR" "$STAGE/patches" \
 	> "$R/etc/dmirror-thp/exclude" || die "vm/expect.list cannot be read"
 
 # The stock image needs only the tree's modules and hmm-tests; every other

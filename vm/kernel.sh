@@ -54,6 +54,9 @@ if [ "$(cat "$KBUILD/.dmirror-config" 2>/dev/null)" != "$key" ]; then
 			[ $? = 1 ]	# grep: no line left
 		[ ! -s "$KBUILD/fragments.unknown" ] ||
 			progress "$KERNEL's Kconfig has no $(paste -sd' ' "$KBUILD/fragments.unknown"): left out of its config"
+		missing=$(grep -xE "$NEEDED" "$KBUILD/fragments.unknown" | paste -sd' ')
+		[ -z "$missing" ] ||
+			die "$KERNEL's Kconfig has no $missing, which device-private THP migration needs"
 		frags=$KBUILD/fragments.config
 	fi
 	# shellcheck disable=SC2086

@@ -34,8 +34,8 @@ cp "$STAGE"/initramfs-full/lib/modules/*.ko "$OUT/modules/"
 cp "$TOP"/vm/report/results.py "$TOP"/vm/report/expect.py "$TOP"/vm/expect.list \
 	"$OUT/"
 # What the tree carries (vm/patch-state.sh): what its expectations follow.
-[ -f "$KDIR/patches" ] || die "no $KDIR/patches: run 'make initramfs KERNEL=$KERNEL'"
-cp "$KDIR/patches" "$OUT/patches"
+[ -f "$STAGE/patches" ] || die "no $STAGE/patches: run 'make initramfs KERNEL=$KERNEL'"
+cp "$STAGE/patches" "$OUT/patches"
 truncate -s "$SWAP" "$OUT/swap.img"
 
 # The guest of make check, under TCG (labs rarely nest KVM), with the

@@ -33,6 +33,8 @@ need git perl
 who=$(poster_ident) || die "no posting without the poster's identity (see above)"
 OUT=$CACHE/mainline-series
 WT=$KDIR/posting
+# Its worktree lives in the tree: only a tree of the cache.
+! user_tree || die "$KERNEL is a tree of your own: mainline-series posts the project's series (vm/kernels/)"
 git -C "$KSRC" rev-parse -q --verify base > /dev/null ||
 	die "no pristine $KERNEL tree in $KSRC: run 'make tree KERNEL=$KERNEL'"
 mapfile -t postings < <(series_postings)

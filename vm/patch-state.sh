@@ -3,9 +3,9 @@
 # Which of the project's patches the selected kernel's tree carries, and
 # which of the symbols vm/expect.list asks about it has: the facts its
 # expectations follow (an expected failure names the patch that makes the
-# test pass, vm/report/expect.py).  Written to $KDIR/patches, one line each:
+# test pass, vm/report/expect.py).  One line each:
 #
-#   present|absent|unknown SERIES/POSTING/NNNN HOW SUBJECT
+#   present|absent|unknown|n/a SERIES/POSTING/NNNN HOW SUBJECT
 #   has|lacks FILE:SYMBOL
 #
 # A patch is present when the feature it adds is in the tree (a symbol of
@@ -13,16 +13,21 @@
 # reverse, the series peeled off from its last patch to its first; absent
 # when, on what is left, it applies forward, in the series' order; unknown
 # when it applies neither way (the tree changed those lines otherwise).
-# The tree is only read: the patches are tried on copies of the files they
-# touch, in a scratch folder.
+# A kernel that carries another series (6.12's backport) is not judged by
+# this one's patches: n/a.  The tree is only read: the patches are tried
+# on copies of the files they touch, in a scratch folder, under the build
+# lock (no tree.sh changes the tree meanwhile).  Written per flavour, to
+# $STAGE/patches: the file the flavour's initramfs and runs were judged by.
 #
 # patch-state.sh [--print]   --print: the summary, for make patches
 set -eu
 . "$(dirname "$0")/lib.sh"
 need git python3
 
-out=$KDIR/patches
-mkdir -p "$KDIR" "$CACHE/tmp"
+out=$STAGE/patches
+mkdir -p "$STAGE" "$CACHE/tmp"
+exec 8> "$CACHE/build.lock"
+flock 8
 S=$(mktemp -d "$CACHE/tmp/patch-state.XXXXXX")
 trap 'rm -rf "$S"' EXIT
 # git apply in the scratch folder as a plain patch tool, whatever repository
@@ -39,13 +44,16 @@ patch_id()
 }
 
 tree=$KSRC
+PATCHES_OWN=$PATCHES
 {
 	echo "# vm/patch-state.sh: $KERNEL ($tree)"
 	python3 "$TOP/vm/report/expect.py" probes |
 	while read -r what a b; do
 		case $what in
 		symbol)
-			if grep -q -w -e "$b" "$tree/$a" 2>/dev/null; then
+			[ -f "$tree/$a" ] ||
+				die "vm/expect.list asks for $b in $a, which the tree $tree does not have"
+			if grep -q -w -e "$b" "$tree/$a"; then
 				echo "has $a:$b"
 			else
 				echo "lacks $a:$b"
@@ -55,7 +63,14 @@ tree=$KSRC
 			PATCHES=$TOP/kernel-prereq-patches/$a
 			[ -f "$PATCHES/series" ] ||
 				die "vm/expect.list names series $a: no kernel-prereq-patches/$a/series"
+			own=${PATCHES_OWN#"$TOP"/kernel-prereq-patches/}
 			mapfile -t list < <(series_patches)
+			if [ -n "$own" ] && [ "$own" != "$a" ]; then
+				for p in "${list[@]}"; do
+					echo "n/a $a/$(patch_id "$p") other-series the tree carries kernel-prereq-patches/$own"
+				done
+				continue
+			fi
 			# Copies of what the series touches.
 			mkdir -p "$S/$a"
 			(cd "$PATCHES" && sed -n 's,^\(---\|+++\) [ab]/,,p' "${list[@]}") |
@@ -66,7 +81,9 @@ tree=$KSRC
 			# Features the tree has.
 			if [ -f "$PATCHES/features" ]; then
 				while read -r p f sym; do
-					grep -q -w -e "$sym" "$tree/$f" 2>/dev/null || continue
+					[ -f "$tree/$f" ] ||
+						die "$PATCHES/features names $f, which the tree $tree does not have"
+					grep -q -w -e "$sym" "$tree/$f" || continue
 					st[$p]=present how[$p]=feature
 				done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/features")
 			fi

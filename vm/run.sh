@@ -112,8 +112,8 @@ PASS=${PASS:-}
 [ "${PASS:-1}" != 1 ] || : > "$K/boots"
 # What the tree carries, as the initramfs was packed (vm/patch-state.sh):
 # the run's expectations follow it.
-[ -f "$KDIR/patches" ] || die "no $KDIR/patches: run 'make initramfs KERNEL=$KERNEL'"
-cp "$KDIR/patches" "$K/patches"
+[ -f "$STAGE/patches" ] || die "no $STAGE/patches: run 'make initramfs KERNEL=$KERNEL'"
+cp "$STAGE/patches" "$K/patches"
 
 # boot NAME KIND TIMEOUT APPEND [SUITE TEST]: one guest boot.
 boot()

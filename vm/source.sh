@@ -14,8 +14,8 @@
 #                         the .deb into the cache.  The index is refreshed
 #                         once a day.
 #
-# source.sh PACKAGE SUITE fetches that package instead (make source: a
-# Debian kernel source to build as a tree of one's own).
+# source.sh PACKAGE SUITE fetches that package instead: a Debian kernel
+# source to extract and build as a tree of one's own (docs/trees.md).
 set -eu
 . "$(dirname "$0")/lib.sh"
 

@@ -43,7 +43,8 @@ build_hmm_tests()
 
 	[ -f "$mm/hmm-tests.c" ] || die "$mm/hmm-tests.c not found: run 'make tree'"
 	# A tree of one's own has no .dmirror-series: built every time.
-	[ -x "$out" ] && [ "$out" -nt "$mm/hmm-tests.c" ] &&
+	[ -x "$out" ] && [ -f "$t/.dmirror-series" ] &&
+		[ "$out" -nt "$mm/hmm-tests.c" ] &&
 		[ "$out" -nt "$t/.dmirror-series" ] && return 0
 	# Newer hmm-tests read the THP size through the selftests helpers.
 	[ -f "$mm/hugepage_settings.c" ] && extra="$mm/vm_util.c $mm/hugepage_settings.c"

@@ -25,30 +25,52 @@ AM=$KDIR/am
 upto=
 [ "${1:-}" = --upto ] && upto=$2
 
-# git commands that never write to a tree of one's own (no index refresh).
-git_ro() { GIT_OPTIONAL_LOCKS=0 git -C "$SOURCE_TREE" "$@"; }
+# git commands on a tree of one's own, which must not write to it: git
+# refreshes the index of a diff or describe --dirty whatever
+# GIT_OPTIONAL_LOCKS says, so they run on a copy of the index in the
+# cache.
+git_ro()
+{
+	local idx
+
+	idx=$(git -C "$SOURCE_TREE" rev-parse --path-format=absolute --git-path index)
+	mkdir -p "$KDIR"
+	rm -f "$KDIR/index.ro"
+	[ ! -f "$idx" ] || cp "$idx" "$KDIR/index.ro"
+	GIT_INDEX_FILE=$KDIR/index.ro GIT_OPTIONAL_LOCKS=0 git -C "$SOURCE_TREE" "$@"
+}
+
+# tree_is_git: the tree of one's own is a git tree's top (not a folder
+# inside some other repository).
+tree_is_git()
+{
+	[ "$(git -C "$SOURCE_TREE" rev-parse --show-toplevel 2>/dev/null)" = "$SOURCE_TREE" ]
+}
 
 if user_tree; then
 	# Out-of-tree builds need a source tree that was never built in
 	# place; kbuild's own message comes only after the configuration.
 	for f in .config include/config include/generated; do
 		[ ! -e "$SOURCE_TREE/$f" ] ||
-			die "$SOURCE_TREE has $f: it was built in place, and kbuild builds out of tree (O=) only from a clean source tree; run 'make mrproper' there, or give SERIES= to build a scratch clone of its HEAD"
+			die "$SOURCE_TREE has $f: it was built in place, and kbuild builds out of tree (O=) only from a clean source tree; run 'make mrproper' there (SERIES= builds a scratch clone of it instead, with that series applied)"
 	done
 	mk=$SOURCE_TREE/Makefile
 	ver=$(awk -F' *= *' '/^VERSION/ { v = $2 } /^PATCHLEVEL/ { p = $2 }
 		/^SUBLEVEL/ { s = $2 } /^EXTRAVERSION/ { e = $2; exit }
 		END { printf "%s.%s.%s%s", v, p, s, e }' "$mk")
 	if [ "$KSRC" = "$SOURCE_TREE" ]; then
-		progress "$KERNEL: $SOURCE_TREE ($ver$(git_ro describe --always --dirty 2>/dev/null | sed 's/^/, /')), built as it is"
+		desc=
+		! tree_is_git || desc=", $(git_ro describe --always --dirty)"
+		progress "$KERNEL: $SOURCE_TREE ($ver$desc), built as it is"
 		exit 0
 	fi
-	git_ro rev-parse -q --verify HEAD > /dev/null ||
-		die "$SOURCE_TREE is not a git tree: REV= and SERIES= need one (a scratch clone is made of it)"
+	tree_is_git ||
+		die "$SOURCE_TREE is not a git tree: SERIES= (or a kernel file's REV) needs one, to clone"
 	rev=${SOURCE_REV:-HEAD}
 	commit=$(git_ro rev-parse -q --verify "$rev^{commit}") ||
 		die "$SOURCE_TREE has no commit '$rev'"
-	# At HEAD, what the tree has not committed is part of it.
+	# At HEAD, what the tree has not committed is part of it (its tracked
+	# files: a file git does not track is not part of the clone).
 	dirty=
 	[ -n "$SOURCE_REV" ] || dirty=$(git_ro diff HEAD --binary | sha256sum | cut -c1-16)
 	[ "$dirty" != "$(: | sha256sum | cut -c1-16)" ] || dirty=

@@ -16,11 +16,13 @@ which kernels the entry is for:
                     tree's own code cannot do
 
 Which patches a tree carries and which symbols it has is vm/patch-state.sh's
-finding, the file KDIR/patches (RUN_DIR/KERNEL/patches in a run), read by
-State below: a patch is present, absent or unknown (it applies neither way).
-An entry for an unknown patch does not apply (the test must pass), and a
-failure it would have explained says so; a crash entry's test then runs
-alone in a boot of its own (isolated), where a crash fails it without
+finding, the file STAGE/patches (RUN_DIR/KERNEL/patches in a run), read by
+State below: a patch is present, absent, unknown (it applies neither way)
+or n/a (the tree carries another series: 6.12's backport).  A needs: entry
+applies when one of its patches is absent; when none is, it does not (the
+test must pass), and a failure it would have explained, had its unknown
+patch been absent, says so; a crash entry with an unknown patch runs its
+test alone in a boot of its own (isolated), where a crash fails it without
 taking the other tests down.  KIND is one of:
 
   skip   the test may skip on that kernel (the harness's SKIP)
@@ -73,7 +75,8 @@ class State:
                 if line.startswith("#") or not line.strip():
                     continue
                 w = line.split(None, 3)
-                if w[0] in ("present", "absent", "unknown") and len(w) >= 3:
+                if (w[0] in ("present", "absent", "unknown", "n/a") and
+                        len(w) >= 3):
                     self.patches[w[1]] = (w[0], w[2],
                                           w[3].strip() if len(w) > 3 else "")
                 elif w[0] in ("has", "lacks") and len(w) == 2:
@@ -95,9 +98,21 @@ class State:
 
 
 def load_state(path):
-    """The State of a tree, or None where there is none (a kernel whose
-    run predates vm/patch-state.sh): then only entries by name apply."""
-    return State(path) if path and os.path.exists(path) else None
+    """The State of a tree (vm/patch-state.sh's file)."""
+    if not os.path.exists(path):
+        raise ValueError("no %s: the tree's patch state (vm/patch-state.sh)"
+                         % path)
+    return State(path)
+
+
+def validate(entries, state):
+    """Every patch and symbol the entries name is one the state knows: a
+    misspelt one stops the run before it boots, not after."""
+    for e in entries:
+        for n in e.needs:
+            state.patch(n)
+        if e.lacks:
+            state.has(e.lacks)
 
 
 PATCH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*/[0-9]{4}$")
@@ -141,6 +156,8 @@ class Entry:
                 kernel = "%s/%s" % (kernel, flavour)
             return fnmatch.fnmatchcase(kernel, self.kernel)
         if state is None:
+            # No state (a run whose kernel never booted, which fails
+            # anyway): nothing by patch applies.
             return False
         if self.lacks:
             return not state.has(self.lacks)
@@ -237,7 +254,11 @@ def summary(state, brief=False):
         by.setdefault(n.split("/")[0], []).append((n, st, how, subj))
     for series, ps in by.items():
         count = {k: sum(1 for p in ps if p[1] == k)
-                 for k in ("present", "absent", "unknown")}
+                 for k in ("present", "absent", "unknown", "n/a")}
+        if count["n/a"] == len(ps):
+            out.append("kernel-prereq-patches/%s: not applicable (%s)"
+                       % (series, ps[0][3]))
+            continue
         out.append("kernel-prereq-patches/%s: %d present, %d absent, "
                    "%d unknown (of %d)" % (series, count["present"],
                                            count["absent"], count["unknown"],
@@ -256,9 +277,16 @@ def summary(state, brief=False):
 
 
 def main():
-    a = sys.argv[1:]
+    try:
+        return run(sys.argv[1:])
+    except (ValueError, OSError) as err:
+        sys.exit("expect.py: %s" % err)
+
+
+def run(a):
     if a[:1] in (["crashes"], ["exclude"]) and len(a) == 4:
         entries, state = load(), load_state(a[3])
+        validate(entries, state)
         if a[0] == "crashes":
             for e in crashes(entries, a[1], a[2], state):
                 print("crash %s %s" % (e.suite, e.test))
