@@ -21,9 +21,13 @@ KMAKE=(locked make -C "$KSRC" O="$KBUILD" "CC=${KCC:-ccache gcc}" KCFLAGS=-pipe
 # What device-private THP migration and the suites cannot do without.
 NEEDED="ZONE_DEVICE|DEVICE_PRIVATE|TRANSPARENT_HUGEPAGE|MIGRATION|HMM_MIRROR|TEST_HMM|MODULES|NUMA"
 
-# The common fragment, then the kernel's own (vm/kernels/$KERNEL's config:),
-# then the flavour's: a later fragment overrides an earlier one.
+# The common fragment, then what the tree's own mm selftests need (their
+# config, and what it takes on top of tinyconfig), then the kernel's own
+# (vm/kernels/$KERNEL's config:), then the flavour's: a later fragment
+# overrides an earlier one.
 frags="$TOP/vm/config/base.config"
+mmcfg=$KSRC/tools/testing/selftests/mm/config
+[ ! -f "$mmcfg" ] || frags="$frags $mmcfg $TOP/vm/config/mm-selftests.config"
 for f in $CONFIGS; do
 	[ -f "$TOP/$f" ] || die "vm/kernels/$KERNEL names $f, which does not exist"
 	frags="$frags $TOP/$f"
