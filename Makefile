@@ -32,14 +32,18 @@ else
 MIGRATE_KERNELS := $(KERNEL)
 endif
 export FLAVOR KERNEL
-# The crash boots of vm/expect.list belong to the full plan only.
-CRASHES := $(if $(filter stock+thp+soak-short,$(PLAN)),--crashes)
+# The crash boots of vm/expect.list and the mm selftests (on the kernels
+# whose file says mm-selftests: yes) belong to the full plan only.
+CRASHES := $(if $(filter stock+thp+soak-short,$(PLAN)),--crashes --mm)
+comma := ,
+empty :=
+space := $(empty) $(empty)
 # When this make started, for the closing summary of what each step took.
 T0 := $(shell date +%s)
 
 .PHONY: all deps tree kernel module tests initramfs check stock bench bench-compare migrate-bench trace soak \
 	stress stress-lowmem lifecycle shell gdb gdb-demo lab-bundle negative \
-	bisect-check callers mainline-series patches checkpatch module-check clean help
+	bisect-check callers mainline-series mm-selftests patches checkpatch module-check clean help
 
 # $(call each,CMD): CMD once per kernel of KERNELS, KERNEL set.
 each = @for k in $(KERNELS); do KERNEL=$$k $(1) || exit 1; done
@@ -63,7 +67,7 @@ tests: tree ## build the guests' test binaries (stock hmm-tests, selftests, benc
 	@vm/tests.sh
 
 initramfs: module tests ## pack each kernel's guest initramfs
-	$(call each,vm/initramfs.sh)
+	$(call each,vm/initramfs.sh && { [ "$$(vm/kernels.sh field $$k mm-selftests)" != yes ] || KERNEL=$$k vm/initramfs.sh mm; })
 
 # The README's test command.
 check: initramfs ## boot each kernel's guest and run every test (KERNEL, PLAN, SUITE, ARGS)
@@ -104,6 +108,19 @@ migrate-bench: initramfs ## ordinary memory: mbind() moves of 4 kB to 1 MB folio
 	@PASSES=$(BENCH_PASSES) APPEND="dm_BENCH_ITERS=$(BENCH_ITERS) $(if $(BENCH_CPU),dm_BENCH_CPU=$(BENCH_CPU))" \
 		vm/check.sh migrate-bench $(KERNELS)
 	@python3 vm/report/migrate_report.py "$$(readlink -f $${DMIRROR_THP_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/dmirror-thp}/logs/latest)"
+
+# The kernel's own mm selftests (run_vmtests.sh), the same binaries on
+# upstream's code and on the series, then their difference test by test
+# (vm/report/mm_report.py).  MM_CATEGORIES: run_vmtests.sh's categories,
+# by default those the series touches.  make check runs the plan too, on
+# the kernels whose file says mm-selftests: yes, without thp (see
+# vm/guest/plans/mm).
+MM_CATEGORIES ?= migration rmap cow thp ksm pagemap soft_dirty mremap userfaultfd
+mm-selftests: KERNELS = $(MIGRATE_KERNELS)
+mm-selftests: kernel tests ## the tree's own mm selftests, pristine against the series (MM_CATEGORIES)
+	$(call each,vm/initramfs.sh mm)
+	@APPEND="$(if $(MM_CATEGORIES),dm_MM_CATEGORIES=$(subst $(space),$(comma),$(strip $(MM_CATEGORIES))))" \
+		vm/check.sh mm $(KERNELS)
 
 # The randomized soak: SOAK_SECONDS of the stress, the fuzzer, stress-ng
 # and trinity (vm/guest/plans/soak); SEED replays one.

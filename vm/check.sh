@@ -6,8 +6,9 @@
 # (results.json).  Exit status 0 only if nothing failed and every console
 # is clean.
 #
-# check.sh [--crashes] PLAN KERNEL...   (--crashes: also the crash boots
-#                                        that vm/expect.list lists)
+# check.sh [--crashes] [--mm] PLAN KERNEL...   (--crashes: also the crash
+#                   boots that vm/expect.list lists; --mm: the mm plan on
+#                   the kernels whose file says mm-selftests: yes)
 # RUN_DIR=folder for the logs (default $CACHE/logs/FLAVOR-PLAN-TIME)
 # PASSES=N: boot every kernel N times, in turns (make bench-compare): each
 # pass runs the kernels in order, the next one starting a kernel later, so
@@ -16,8 +17,9 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need python3
 
-crashes=
+crashes= mm=
 [ "${1:-}" = --crashes ] && { crashes=--crashes; shift; }
+[ "${1:-}" = --mm ] && { mm=--mm; shift; }
 PLAN=${1:?usage: check.sh [--crashes] PLAN KERNEL...}
 shift
 [ $# -gt 0 ] || set -- "$KERNEL"
@@ -41,6 +43,15 @@ progress "logs in $RUN"
 echo "$*" > "$RUN/kernels"
 # The expectations it is judged by, with the run (vm/report/results.py).
 cp "$TOP/vm/expect.list" "$RUN/expect.list"
+# The pairs whose mm selftests the report compares test by test: a kernel
+# and its compare: kernel (upstream's own code for it), both in the run.
+: > "$RUN/pairs"
+for k in "$@"; do
+	c=$("$TOP/vm/kernels.sh" field "$k" compare)
+	case " $* " in
+	*" $c "*) echo "$c $k" >> "$RUN/pairs" ;;
+	esac
+done
 echo "$FLAVOR" > "$RUN/flavour"
 for pass in $(seq "$PASSES"); do
 	[ "$PASSES" = 1 ] || progress "pass $pass of $PASSES: $*"
@@ -48,7 +59,7 @@ for pass in $(seq "$PASSES"); do
 		# A kernel whose guest cannot even start is a failed run, not
 		# a stop: the others still run, and results.py reports it.
 		PASS=$([ "$PASSES" = 1 ] || echo "$pass") KERNEL=$k RUN_DIR=$RUN \
-			"$TOP/vm/run.sh" $crashes "$PLAN" ||
+			"$TOP/vm/run.sh" $crashes $mm "$PLAN" ||
 			progress "$k: the boots did not all run (see $RUN/$k)"
 	done
 	set -- "${@:2}" "$1"
@@ -60,6 +71,11 @@ done
 # results.ktap.
 st=0
 python3 "$TOP/vm/report/results.py" "$RUN" > "$RUN/summary.txt" || st=$?
+# The mm selftests' differences, test by test, from the subtests.tsv that
+# results.py wrote (it counts the regressions among them as failures).
+python3 "$TOP/vm/report/mm_report.py" "$RUN" > "$RUN/mm-compare.txt" ||
+	[ $? = 3 ]	# a regression: results.py failed the run for it
+[ -s "$RUN/mm-compare.txt" ] || rm -f "$RUN/mm-compare.txt"
 cat "$RUN/summary.txt"
 # kunit.py exits non-zero when the document has a failing test; what
 # matters here is only that it could read it.

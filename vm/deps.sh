@@ -7,7 +7,8 @@ set -eu
 
 PKGS="qemu-system-x86 busybox-static kmod cpio bc bison flex libelf-dev
 libssl-dev ccache xz-utils gcc make libc6-dev perl python3 rsync sparse
-gnuplot-nox git debian-archive-keyring stress-ng trinity"
+gnuplot-nox git debian-archive-keyring stress-ng trinity bash-static
+libnuma-dev libcap-dev"
 # The kernel sources that come from the system's own apt sources
 # (vm/kernels/: a source: without a suite).
 for k in $(kernel_names); do

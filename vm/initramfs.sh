@@ -4,8 +4,10 @@
 # their libraries (vm/guest/), the modules, the test binaries, and what
 # vm/expect.list expects of this kernel.
 #
-# initramfs.sh [IMAGE]   IMAGE: full (default: every module and test) or
-#                        stock (the tree's own modules and hmm-tests only);
+# initramfs.sh [IMAGE]   IMAGE: full (default: every module and test),
+#                        stock (the tree's own modules and hmm-tests only)
+#                        or mm (the tree's own mm selftests in /mm, with
+#                        Debian's static bash: vm/mm-selftests.sh);
 #                        written to $STAGE/initramfs-IMAGE.cpio.gz
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -15,8 +17,8 @@ BUSYBOX=/bin/busybox
 
 image=${1:-full}
 case $image in
-full|stock) ;;
-*) die "no initramfs image '$image' (full or stock)" ;;
+full|stock|mm) ;;
+*) die "no initramfs image '$image' (full, stock or mm)" ;;
 esac
 USR=$CACHE/userspace
 R=$STAGE/initramfs-$image
@@ -43,7 +45,7 @@ python3 "$TOP/vm/report/expect.py" exclude "$KERNEL" "$FLAVOR" "$STAGE/patches" 
 # image needs all of them.  A missing piece is an error here, not a skip
 # (or a confusing failure) in the guest.
 kos="$KBUILD/lib/test_hmm.ko $KBUILD/drivers/misc/lkdtm/lkdtm.ko"
-[ "$image" = stock ] || kos="$kos $STAGE/mod/module/dmirror-thp.ko"
+[ "$image" != full ] || kos="$kos $STAGE/mod/module/dmirror-thp.ko"
 for ko in $kos; do
 	[ -f "$ko" ] || die "no $ko: run 'make module' (or 'make kernel')"
 	cp "$ko" "$R/lib/modules/"
@@ -55,7 +57,15 @@ while read -r _ v; do
 	[ -x "$USR/hmm-tests-$v" ] || die "no $USR/hmm-tests-$v: run 'make tests'"
 	cp "$USR/hmm-tests-$v" "$R/bin/"
 done <<< "$stock"
-if [ "$image" != stock ]; then
+if [ "$image" = mm ]; then
+	# run_vmtests.sh is bash's; the guest has busybox only.
+	[ -x /bin/bash-static ] || die "no /bin/bash-static: run 'make deps'"
+	cp /bin/bash-static "$R/bin/bash"
+	mm=$("$TOP/vm/mm-selftests.sh" | tee /dev/stderr | tail -n 1)
+	cp -a "$mm" "$R/mm"
+	rm -f "$R/mm"/*.o
+fi
+if [ "$image" = full ]; then
 	for p in $(make -s -C "$TOP/selftests" list-tests); do
 		[ -x "$USR/selftests/$p" ] || die "no $USR/selftests/$p: run 'make tests'"
 		cp "$USR/selftests/$p" "$R/selftests/"

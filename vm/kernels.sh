@@ -21,7 +21,7 @@ field:3)
 	*" $3 "*) ;;
 	*) die "'$3' is not a field ($KERNEL_FIELDS)" ;;
 	esac
-	kernel_file "$2"
+	kernel_file "$(kernel_name "$2")"
 	echo "${KF[$3]:-}"
 	;;
 *) die "usage: kernels.sh list [FIELD] | get FIELD | field NAME FIELD" ;;

@@ -70,7 +70,10 @@ need()
 #                 migrate-bench runs NAME, then this one
 #   bench-target: PERCENT NAME   make bench-compare's target: this
 #                 kernel's throughput at least PERCENT % of NAME's
-KERNEL_FIELDS="source series config stock-tests harness default ci compare bench-target"
+#   mm-selftests: yes     make check runs the tree's own mm selftests on it
+#                 (vm/guest/plans/mm), and compares them with its compare:
+#                 kernel's when both run
+KERNEL_FIELDS="source series config stock-tests harness default ci compare bench-target mm-selftests"
 
 # A tree of one's own (make check KERNEL=/path/to/linux) is a kernel file
 # too, written by kernel_name into $USER_KERNELS; vm/kernels/ lists only
@@ -122,8 +125,8 @@ kernel_file()
 		esac
 		[ -z "${KF[$field]+set}" ] || die "$w: $field given twice"
 		case $field:${value[*]} in
-		harness:yes|default:yes|ci:yes) ;;
-		harness:*|default:*|ci:*) die "$w: $field takes 'yes'" ;;
+		harness:yes|default:yes|ci:yes|mm-selftests:yes) ;;
+		harness:*|default:*|ci:*|mm-selftests:*) die "$w: $field takes 'yes'" ;;
 		esac
 		KF[$field]=${value[*]}
 	done < "$f"

@@ -6,8 +6,15 @@
 # logs go to RUN_DIR/$KERNEL, listed in its file "boots"; vm/check.sh,
 # which calls this, reads them (vm/report/results.py).
 #
-# run.sh [--crashes] PLAN   PLAN: a plan of vm/guest/plans, or several (a+b)
-#                           (--crashes: the crash and isolated boots too)
+# run.sh [--crashes] [--mm] PLAN   PLAN: a plan of vm/guest/plans, or
+#                           several (a+b); --crashes: the crash and
+#                           isolated boots too; --mm: the mm plan too, if
+#                           the kernel's file says mm-selftests: yes
+#
+# A plan's header may say what its boot needs: "# image: NAME" (an
+# initramfs of vm/initramfs.sh, instead of IMAGE), "# smp: N" (vCPUs, at
+# least N) and "# timeout: SECONDS" (for the normal flavour; the debug
+# flavour gets twice as long).
 # run.sh --shell            interactive guest (ttyS0 on stdio), host folder
 #                           on 9p; GDB=1 (any plan) adds QEMU's gdbstub (-s,
 #                           on :1234) and stops the guest before its first
@@ -23,8 +30,9 @@ set -eu
 . "$(dirname "$0")/qemu.sh"
 need qemu-system-x86_64 timeout python3
 
-crashes=0
+crashes=0 mm=0
 [ "${1:-}" = --crashes ] && { crashes=1; shift; }
+[ "${1:-}" = --mm ] && { mm=1; shift; }
 PLAN=${1:-thp}
 ACCEL=${ACCEL:-auto}
 MEM=${MEM:-3G}
@@ -39,9 +47,21 @@ else
 fi
 IMAGE=${IMAGE:-full}
 KIMAGE=$KBUILD/arch/x86/boot/bzImage
-INITRD=$STAGE/initramfs-$IMAGE.cpio.gz
 [ -f "$KIMAGE" ] || die "no kernel at $KIMAGE: run 'make kernel KERNEL=$KERNEL'"
-[ -f "$INITRD" ] || die "no initramfs at $INITRD: run 'make initramfs KERNEL=$KERNEL'"
+# image IMAGE: the initramfs of a boot, in INITRD (qemu_cmd's).
+image()
+{
+	INITRD=$STAGE/initramfs-$1.cpio.gz
+	[ -f "$INITRD" ] || die "no initramfs at $INITRD: run 'make initramfs KERNEL=$KERNEL'"
+}
+image "$IMAGE"
+SMP0=$SMP
+
+# plan_field PLAN FIELD: what the plan's header says of FIELD, or nothing.
+plan_field()
+{
+	sed -n "s/^# $2: *//p" "$TOP/vm/guest/plans/$1" | head -n 1
+}
 
 # KVM is used only where a short probe boot reaches init in a few seconds;
 # on nested VMs KVM guests hang while decompressing.  The verdict is cached.
@@ -103,6 +123,8 @@ fi
 
 [ -n "${RUN_DIR:-}" ] || die "run.sh is called by vm/check.sh, which sets RUN_DIR"
 plans=$(echo "$PLAN" | tr '+' ' ')
+kernel_file "$KERNEL"
+[ $mm = 0 ] || [ "${KF[mm-selftests]:-}" != yes ] || plans="$plans mm"
 for p in $plans; do
 	[ -f "$TOP/vm/guest/plans/$p" ] || die "no plan vm/guest/plans/$p"
 done
@@ -135,8 +157,21 @@ boot()
 }
 
 for p in $plans; do
-	boot "$p${PASS:+-$PASS}" plan "$TIMEOUT" "plan=$p ${PASS:+dm_PASS=$PASS} ${APPEND:-}"
+	img=$(plan_field "$p" image)
+	image "${img:-$IMAGE}"
+	n=$(plan_field "$p" smp)
+	SMP=$SMP0
+	[ -z "$n" ] || [ "$SMP" -ge "$n" ] || SMP=$n
+	tmo=$(plan_field "$p" timeout)
+	if [ -z "$tmo" ]; then
+		tmo=$TIMEOUT
+	elif [ "$FLAVOR" = debug ]; then
+		tmo=$((tmo * 2))
+	fi
+	boot "$p${PASS:+-$PASS}" plan "$tmo" "plan=$p ${PASS:+dm_PASS=$PASS} ${APPEND:-}"
 done
+image "$IMAGE"
+SMP=$SMP0
 [ $crashes = 1 ] || exit 0
 # A test that crashes the kernel as expected panics it at once (oops=panic,
 # panic_on_warn): QEMU exits (-no-reboot) instead of waiting for the limit.

@@ -41,6 +41,9 @@ kernel console).  Writes:
                            plans' steps, one for the crash boots, and the
                            console verdict as a test line of its own
   RUN_DIR/splats.txt       the consoles' reports, with context
+  RUN_DIR/<kernel>/subtests.tsv   the results a runner's programs printed
+                           ("# ok N ..." under run_vmtests.sh): SUITE,
+                           PROGRAM, TEST, STATUS a line (mm_report.py)
 
 What vm/expect.list expects of a kernel (vm/report/expect.py) is applied
 here: an allowed skip is a skip, any other skip a failure; an expected failure is
@@ -56,6 +59,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import expect  # noqa: E402
+import mm_report  # noqa: E402
 
 SPLATS = re.compile(
     r"BUG:|WARNING:|Oops|general protection|KASAN|kmemleak: .*suspected|"
@@ -63,6 +67,11 @@ SPLATS = re.compile(
     r"detected stalls|self-detected stall|hung task|blocked for more than|"
     r"Kernel panic|kernel BUG at")
 TAP_RESULT = re.compile(r"^(not ok|ok) [0-9]+ *(?:- *)?(.*)$")
+# A program's own results under a runner that prefixes its output with
+# "# " (run_vmtests.sh), after the runner's "# running PROGRAM" line.
+NESTED_RESULT = re.compile(r"^# (not ok|ok) [0-9]+ *(?:- *)?(.*)$")
+NESTED_PROGRAM = re.compile(r"^# running (.*)$")
+RUNNER_SKIP = re.compile(r"^# \[SKIP\] \./(.*)$")
 TAP_PLAN = re.compile(r"^1\.\.([0-9]+)")
 DIRECTIVE = re.compile(r"#\s*(SKIP|XFAIL|MEASURE)\b\s*(.*)$", re.IGNORECASE)
 # The same result lines as LAVA's monitor sees them on the console.
@@ -85,6 +94,8 @@ class Group:
         self.name = name
         self.tests = []
         self.plan = None              # a TAP suite's "1..N", once seen
+        self.nested = []              # (program, test, "ok"|"not ok"|"skip")
+        self.program = ""             # the runner's program of the moment
 
 
 # The run's flavour (RUN_DIR/flavour): vm/expect.list may name one.
@@ -203,6 +214,22 @@ def read_boot(path, kernel, entries, suites, steps, out_dir):
             steps.tests.append(Test(line[len("### STEP ok "):], "pass"))
         elif line.startswith("### STEP not-ok "):
             steps.tests.append(Test(line[len("### STEP not-ok "):], "fail"))
+        elif suite and RUNNER_SKIP.match(line):
+            # A program run_vmtests.sh does not run, which it counts
+            # without a result line of its own.
+            name = RUNNER_SKIP.match(line).group(1).strip()
+            status, reason = judge(entries, kernel, suite.name, name, True,
+                                   "run_vmtests.sh skipped it")
+            suite.tests.append(Test(name, status, reason))
+        elif suite and NESTED_PROGRAM.match(line):
+            suite.program = NESTED_PROGRAM.match(line).group(1).strip()
+        elif suite and NESTED_RESULT.match(line):
+            m = NESTED_RESULT.match(line)
+            d = DIRECTIVE.search(m.group(2))
+            name = m.group(2)[:d.start()].strip() if d else m.group(2).strip()
+            skip = d and d.group(1).upper() == "SKIP"
+            suite.nested.append((suite.program, name,
+                                 "skip" if skip else m.group(1)))
         elif suite:
             m = TAP_RESULT.match(line)
             if not m:
@@ -335,6 +362,12 @@ def read_kernel(run, kernel, entries, splats):
     else:
         console = Test("console clean", "pass")
     groups = suites + [g for g in (steps, crashes, isolated) if g.tests]
+    # The programs' own results under a runner (run_vmtests.sh), for
+    # vm/report/mm_report.py, which compares two kernels test by test.
+    nested = [(g.name, p, t, st) for g in suites for p, t, st in g.nested]
+    if nested:
+        with open(os.path.join(kdir, "subtests.tsv"), "w") as f:
+            f.write("".join("%s\t%s\t%s\t%s\n" % n for n in nested))
     return groups, console, reports
 
 
@@ -394,6 +427,27 @@ def write_ktap(path, kernels):
         f.write("\n".join(out) + "\n")
 
 
+def mm_compare(run, kernel, groups):
+    """The mm selftests of a kernel against its base's (RUN_DIR/pairs): a
+    test that passes there and fails here is a failure of its own."""
+    for base, k in mm_report.pairs(run):
+        if k != kernel:
+            continue
+        a, b = mm_report.load(run, base), mm_report.load(run, k)
+        if not a and not b:
+            continue
+        g = Group("mm selftests against %s" % base)
+        diff, regressions = mm_report.compare(a, b)
+        for key, _, _ in regressions:
+            g.tests.append(Test(mm_report.name(key), "fail",
+                                "passes on %s, fails here" % base))
+        g.tests.append(Test("%d tests compared, %d differ (mm-compare.txt)"
+                            % (len(set(a) | set(b)), len(diff)),
+                            "pass" if a and b else "fail",
+                            "" if a and b else "a kernel ran none"))
+        groups.append(g)
+
+
 def main():
     global FLAVOR
     if sys.argv[1:] == ["--lava-pattern"]:
@@ -429,6 +483,9 @@ def main():
             groups[-1].tests.append(Test("no %s/patches: expectations by "
                                          "patch not applied" % kname, "fail"))
         kernels.append((kname, groups, console, reports))
+    # Every kernel's subtests.tsv is written: compare the pairs.
+    for kname, groups, console, reports in kernels:
+        mm_compare(run, kname, groups)
         for g in groups:
             for t in g.tests:
                 counts[t.status] += 1

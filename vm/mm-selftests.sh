@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Build a tree's own mm selftests (tools/testing/selftests/mm: the test
+# programs, run_vmtests.sh and its scripts), static, for the guest's mm
+# image (vm/initramfs.sh mm).  A kernel with a compare: kernel (upstream's
+# own code for it, vm/kernels/) takes that tree's: a pair runs the same
+# binaries, and the difference between its two runs is the series'.
+#
+# The tree is only read: its tools/ (and the headers the tests include by
+# the tree's top) are copied into the cache and built there, against the
+# tree's uapi headers installed in the cache.
+#
+# mm-selftests.sh   prints the folder of the binaries on its last line
+set -eu
+. "$(dirname "$0")/lib.sh"
+need gcc make rsync
+
+src=${COMPARE:-$KERNEL}
+KSRC_MM=$(ksrc_of "$src")
+W=$CACHE/kernels/$src/mm-selftests
+OUT=$CACHE/userspace/mm-selftests-$src
+MM=$KSRC_MM/tools/testing/selftests/mm
+[ -f "$MM/run_vmtests.sh" ] || die "$MM/run_vmtests.sh not found: the $src tree has no mm selftests"
+
+# Rebuilt when the tree's selftests change (a new Debian version, a user
+# tree's edits): rsync keeps the copy's times, make the rest.
+mkdir -p "$W" "$OUT"
+# What the build generates in its folder stays (else all is rebuilt).
+rsync -a --delete --exclude=.git --exclude='local_config.*' \
+	"$KSRC_MM/tools/" "$W/tools/"
+# The headers of the tree's own that the tests include by its top
+# (mm/gup_test.h, lib/test_hmm_uapi.h, include/vdso/time64.h).
+for h in $(cd "$MM" && sed -n 's,^#include [<"]\(\(include\|lib\|mm\|arch\)/[^>"]*\)[>"].*,\1,p' ./*.c ./*.h | sort -u); do
+	[ ! -f "$KSRC_MM/$h" ] || install -D -m 644 "$KSRC_MM/$h" "$W/$h"
+done
+HDR=$W/headers
+if [ ! -f "$HDR/usr/include/linux/mman.h" ] ||
+   [ -n "$(find "$KSRC_MM/include/uapi" -newer "$HDR/usr/include/linux/mman.h" -print -quit)" ]; then
+	progress "installing the $src tree's uapi headers"
+	locked make -s -C "$KSRC_MM" O="$HDR" headers_install > /dev/null ||
+		die "headers_install of $KSRC_MM failed"
+	touch "$HDR/usr/include/linux/mman.h"
+fi
+t=$(now)
+progress "building the $src tree's mm selftests (static) in $OUT"
+# Command-line variables override the Makefile's: static binaries (the
+# guest has no libc), the cache's headers, no 32-bit variants.
+locked make -C "$W/tools/testing/selftests/mm" -j"$JOBS" \
+	OUTPUT="$OUT" KHDR_INCLUDES="-isystem $HDR/usr/include" \
+	LDFLAGS=-static CAN_BUILD_I386=0 > "$OUT.log" 2>&1 || {
+	grep -E 'error|Error' "$OUT.log" | head -n 20 >&2
+	die "the $src tree's mm selftests do not build (log: $OUT.log)"
+}
+# run_vmtests.sh and the scripts it runs, beside the programs.
+(cd "$W/tools/testing/selftests/mm" && cp ./*.sh "$OUT/")
+[ -x "$OUT/cow" ] || die "no $OUT/cow after the build (log: $OUT.log)"
+took "$t" "mm selftests ($src)"
+echo "$OUT"
