@@ -5,11 +5,12 @@
 migrate_report.py RUN_DIR
 
 Reads RUN_DIR/kernels and each kernel's migrate*.json (one per pass, from
-selftests/mm_migrate_bench.c) and prints, per folio size, the median time
-of a move_pages() of the buffer to node 1 and back on each kernel, over
-every round of every pass, and the ratio of each kernel to the first.
-It judges nothing: the bench's own result line says whether every round
-kept its folios whole.
+selftests/mm_migrate_bench.c) and prints, per folio size and way of
+moving (mbind(MPOL_MF_MOVE), move_pages()), the median time per 2 MB of a
+move of the buffer to node 1 and back on each kernel, over every round of
+every pass, how many rounds kept the folios whole, and the ratio of each
+kernel to the first.  It judges nothing: the bench's own result line says
+whether every round kept its folios whole.
 """
 import glob
 import json
@@ -28,8 +29,13 @@ def load(kdir):
         for o in doc["orders"]:
             if o["skip"]:
                 continue
-            r = rows.setdefault(o["kb"], {"to1": [], "to0": [],
-                                          "whole": 0, "rounds": 0})
+            # us per 2 MB moved.
+            per = 2.0 / doc["size_mb"]
+            o["to1_us"] = [t * per for t in o["to1_us"]]
+            o["to0_us"] = [t * per for t in o["to0_us"]]
+            key = (o["kb"], o.get("method", "mbind"))
+            r = rows.setdefault(key, {"to1": [], "to0": [],
+                                      "whole": 0, "rounds": 0})
             r["to1"] += o["to1_us"]
             r["to0"] += o["to0_us"]
             r["whole"] += o["whole"]
@@ -47,20 +53,21 @@ def main():
     meta = next((m for m, _ in data.values() if m), None)
     if not meta:
         sys.exit("no migrate*.json in %s" % run)
-    print("mbind(MPOL_MF_MOVE) of %d MB, node 0 -> 1 and 1 -> 0, median us over "
-          "every round (%s)" % (meta["size_mb"], run))
-    sizes = sorted({kb for _, rows in data.values() for kb in rows})
-    head = "%8s" % "folio"
+    print("moves of %d MB, node 0 -> 1 and 1 -> 0, median us per 2 MB over "
+          "every round, rounds that kept the folios whole (%s)"
+          % (meta["size_mb"], run))
+    sizes = sorted({key for _, rows in data.values() for key in rows})
+    head = "%8s %-10s" % ("folio", "by")
     for k in kernels:
         head += " %22s" % k
     if len(kernels) > 1:
         head += "   %s / %s" % (kernels[-1], kernels[0])
     print(head)
-    for kb in sizes:
-        line = "%6dkB" % kb
+    for kb, method in sizes:
+        line = "%6dkB %-10s" % (kb, method)
         med = []
         for k in kernels:
-            r = data[k][1].get(kb)
+            r = data[k][1].get((kb, method))
             if not r:
                 line += " %22s" % "-"
                 med.append(None)
