@@ -273,9 +273,24 @@ def splat_context(lines, hits, title):
     return "\n".join(text) + "\n"
 
 
+def entry_of(listing, entries, kernel, state, boot):
+    """The entry of LISTING (expect.crashes or expect.isolated) that a
+    boot of one test ran for, or None."""
+    return next((e for e in listing(entries, kernel, FLAVOR, state)
+                 if (e.suite, e.test) == (boot[3], boot[4])), None)
+
+
+def ran_alone(results, kernel, entries, kdir):
+    """The tests of a boot that ran one test alone."""
+    suites = []
+    read_boot(results, kernel, entries, suites, Group("steps"), kdir)
+    return [t for g in suites for t in g.tests]
+
+
 def read_kernel(run, kernel, entries, splats):
     """The groups of one kernel: suites, steps, crash boots, console."""
     kdir = os.path.join(run, kernel)
+    state = STATES.get(kernel)
     suites, steps, crashes = [], Group("steps"), Group("crash boots")
     isolated = Group("isolated boots")
     reports = []
@@ -291,26 +306,27 @@ def read_kernel(run, kernel, entries, splats):
         results = os.path.join(kdir, "results-%s.log" % name)
         lines = console_lines(os.path.join(kdir, "console-%s.log" % name))
         hits = [i for i, l in enumerate(lines) if SPLATS.search(l)]
+        if kind in ("isolated", "crash"):
+            # One test alone in a boot (b[3], b[4]): its entry, and what
+            # its suites reported when it did not take the kernel down.
+            what = "%s: %s" % (b[3], b[4])
+            e = entry_of(expect.isolated if kind == "isolated"
+                         else expect.crashes, entries, kernel, state, b)
+            ran = ran_alone(results, kernel, entries, kdir)
+            passed = bool(ran) and all(t.status in ("pass", "skip")
+                                       for t in ran)
         if kind == "isolated":
             # A test that may crash this tree (its patch is unknown here):
             # alone, it must pass with a clean console.
-            suite, test = b[3], b[4]
-            what = "%s: %s" % (suite, test)
-            e = next((c for c in expect.isolated(entries, kernel, FLAVOR,
-                                                 STATES.get(kernel))
-                      if c.suite == suite and c.test == test), None)
-            sub_s, sub_st = [], Group("steps")
-            read_boot(results, kernel, entries, sub_s, sub_st, kdir)
-            ran = [t for g in sub_s for t in g.tests]
             if e is None:
                 isolated.tests.append(Test(what, "fail", "no such entry"))
             elif hits:
                 isolated.tests.append(Test(what, "fail", "%s (%s): %s, which "
                                            "applies to this tree neither way"
                                            % (lines[hits[0]].strip(),
-                                              e.why(STATES.get(kernel)),
-                                              ", ".join(e.unknown(STATES.get(kernel))))))
-            elif ran and all(t.status in ("pass", "skip") for t in ran):
+                                              e.why(state),
+                                              ", ".join(e.unknown(state)))))
+            elif passed:
                 isolated.tests.append(Test(what, "pass"))
             else:
                 isolated.tests.append(Test(what, "fail", "; ".join(
@@ -320,25 +336,14 @@ def read_kernel(run, kernel, entries, splats):
                 splats.append(splat_context(lines, hits, "%s %s" % (kernel, name)))
             continue
         if kind == "crash":
-            suite, test = b[3], b[4]
-            what = "%s: %s" % (suite, test)
-            e = next((c for c in expect.crashes(entries, kernel, FLAVOR,
-                                                STATES.get(kernel))
-                      if c.suite == suite and c.test == test), None)
             if e is None:
                 crashes.tests.append(Test(what, "fail", "no such crash entry"))
                 continue
-            seen = any(e.signature.search(l) for l in lines)
-            if seen:
-                crashes.tests.append(Test(what, "xfail",
-                                          e.why(STATES.get(kernel))))
+            if any(e.signature.search(l) for l in lines):
+                crashes.tests.append(Test(what, "xfail", e.why(state)))
                 continue
             # No expected report: the test passed (XPASS) or failed
             # some other way; either fails the run.
-            sub_s, sub_st = [], Group("steps")
-            read_boot(results, kernel, entries, sub_s, sub_st, kdir)
-            passed = sub_s and all(t.status in ("pass", "skip")
-                                   for g in sub_s for t in g.tests)
             why = ("XPASS: no crash, and the test passed" if passed and not hits
                    else "the console does not show /%s/" % e.signature.pattern)
             crashes.tests.append(Test(what, "fail", why))
