@@ -168,7 +168,12 @@ kernel_name()
 		[ -z "$series" ] || echo "series:      $series"
 		echo "stock-tests: $name"
 	} > "$f.new"
-	mv "$f.new" "$f"
+	# Every script names the kernel: rewrite the file only if it changed.
+	if cmp -s "$f.new" "$f"; then
+		rm "$f.new"
+	else
+		mv "$f.new" "$f"
+	fi
 	kernel_file "$name"
 	echo "$name"
 }
