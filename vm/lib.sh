@@ -242,6 +242,22 @@ stock_tests()
 	! user_tree || [ -z "$STOCK_TESTS" ] || echo "$KERNEL $STOCK_TESTS"
 }
 
+# uapi_headers NAME TREE OUT: TREE's uapi headers installed in OUT (make
+# headers_install in a build folder of its own: no configured kernel
+# needed), again only when a uapi header of the tree is newer.
+uapi_headers()
+{
+	local stamp=$3/usr/include/linux/mman.h
+
+	[ ! -f "$stamp" ] ||
+		[ -n "$(find "$2/include/uapi" "$2/arch/x86/include/uapi" \
+			-newer "$stamp" -print -quit)" ] || return 0
+	progress "installing the $1 tree's uapi headers"
+	locked make -s -C "$2" O="$3" headers_install > /dev/null ||
+		die "headers_install of $2 failed"
+	touch "$stamp"
+}
+
 # ksrc_of KERNEL: the tree the kernel builds from (kernel_select's KSRC).
 ksrc_of() { (kernel_select "$1"; echo "$KSRC"); }
 

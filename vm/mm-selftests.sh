@@ -34,13 +34,7 @@ for h in $(cd "$MM" && sed -n 's,^#include [<"]\(\(include\|lib\|mm\|arch\)/[^>"
 	[ ! -f "$KSRC_MM/$h" ] || install -D -m 644 "$KSRC_MM/$h" "$W/$h"
 done
 HDR=$W/headers
-if [ ! -f "$HDR/usr/include/linux/mman.h" ] ||
-   [ -n "$(find "$KSRC_MM/include/uapi" -newer "$HDR/usr/include/linux/mman.h" -print -quit)" ]; then
-	progress "installing the $src tree's uapi headers"
-	locked make -s -C "$KSRC_MM" O="$HDR" headers_install > /dev/null ||
-		die "headers_install of $KSRC_MM failed"
-	touch "$HDR/usr/include/linux/mman.h"
-fi
+uapi_headers "$src" "$KSRC_MM" "$HDR"
 t=$(now)
 progress "building the $src tree's mm selftests (static) in $OUT"
 # Command-line variables override the Makefile's: static binaries (the

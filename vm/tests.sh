@@ -27,13 +27,7 @@ for k in $( { echo "$stock" | cut -d' ' -f1; echo "$harness"; } | sort -u); do
 done
 TH=$CACHE/kernels/$harness/linux
 HDR=$USR/headers-$harness
-# headers_install in a build folder of its own: no configured kernel needed.
-if [ ! -f "$HDR/usr/include/linux/mman.h" ] ||
-   [ "$TH/.dmirror-series" -nt "$HDR/usr/include/linux/mman.h" ]; then
-	progress "installing the $harness tree's uapi headers"
-	locked make -s -C "$TH" O="$HDR" headers_install > /dev/null ||
-		die "headers_install of $TH failed"
-fi
+uapi_headers "$harness" "$TH" "$HDR"
 
 # hmm-tests-$1 from the tree $2.
 build_hmm_tests()
