@@ -15,12 +15,12 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need gcc make rsync
 
-src=${COMPARE:-$KERNEL}
-KSRC_MM=$(ksrc_of "$src")
-W=$CACHE/kernels/$src/mm-selftests
-OUT=$CACHE/userspace/mm-selftests-$src
+mmsrc=${COMPARE:-$KERNEL}
+KSRC_MM=$(ksrc_of "$mmsrc")
+W=$CACHE/kernels/$mmsrc/mm-selftests
+OUT=$CACHE/userspace/mm-selftests-$mmsrc
 MM=$KSRC_MM/tools/testing/selftests/mm
-[ -f "$MM/run_vmtests.sh" ] || die "$MM/run_vmtests.sh not found: the $src tree has no mm selftests"
+[ -f "$MM/run_vmtests.sh" ] || die "$MM/run_vmtests.sh not found: the $mmsrc tree has no mm selftests"
 
 # Rebuilt when the tree's selftests change (a new Debian version, a user
 # tree's edits): rsync keeps the copy's times, make the rest.
@@ -31,22 +31,22 @@ rsync -a --delete --exclude=.git --exclude='local_config.*' \
 # The headers of the tree's own that the tests include by its top
 # (mm/gup_test.h, lib/test_hmm_uapi.h, include/vdso/time64.h).
 for h in $(cd "$MM" && sed -n 's,^#include [<"]\(\(include\|lib\|mm\|arch\)/[^>"]*\)[>"].*,\1,p' ./*.c ./*.h | sort -u); do
-	[ ! -f "$KSRC_MM/$h" ] || install -D -m 644 "$KSRC_MM/$h" "$W/$h"
+	[ ! -f "$KSRC_MM/$h" ] || install -D -p -m 644 "$KSRC_MM/$h" "$W/$h"
 done
 HDR=$W/headers
-uapi_headers "$src" "$KSRC_MM" "$HDR"
+uapi_headers "$mmsrc" "$KSRC_MM" "$HDR"
 t=$(now)
-progress "building the $src tree's mm selftests (static) in $OUT"
+progress "building the $mmsrc tree's mm selftests (static) in $OUT"
 # Command-line variables override the Makefile's: static binaries (the
 # guest has no libc), the cache's headers, no 32-bit variants.
 locked make -C "$W/tools/testing/selftests/mm" -j"$JOBS" \
 	OUTPUT="$OUT" KHDR_INCLUDES="-isystem $HDR/usr/include" \
 	LDFLAGS=-static CAN_BUILD_I386=0 > "$OUT.log" 2>&1 || {
 	grep -E 'error|Error' "$OUT.log" | head -n 20 >&2
-	die "the $src tree's mm selftests do not build (log: $OUT.log)"
+	die "the $mmsrc tree's mm selftests do not build (log: $OUT.log)"
 }
 # run_vmtests.sh and the scripts it runs, beside the programs.
 (cd "$W/tools/testing/selftests/mm" && cp ./*.sh "$OUT/")
 [ -x "$OUT/cow" ] || die "no $OUT/cow after the build (log: $OUT.log)"
-took "$t" "mm selftests ($src)"
+took "$t" "mm selftests ($mmsrc)"
 echo "$OUT"
