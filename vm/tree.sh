@@ -112,6 +112,10 @@ am_abort() { [ ! -d "$(git_am rev-parse --path-format=absolute --git-path rebase
 mkdir -p "$KDIR"
 exec 8> "$CACHE/build.lock"
 flock 8
+# No "git gc --auto" after a commit: it goes to the background with the
+# lock's descriptor and holds the lock, and the next build, for as long as
+# it repacks a kernel's objects.  The cache's trees are scratch.
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=gc.auto GIT_CONFIG_VALUE_0=0
 
 # The base branch: Debian's source, or one's own tree.
 BR=debian
