@@ -27,10 +27,8 @@ KERNELS := $(or $(KERNEL),$(shell vm/kernels.sh list ci))
 # the series.
 ifeq ($(KERNEL),)
 KERNEL := $(shell vm/kernels.sh get default)
-MIGRATE_KERNELS := $(shell vm/kernels.sh field $(KERNEL) compare) $(KERNEL)
-else
-MIGRATE_KERNELS := $(KERNEL)
 endif
+MIGRATE_KERNELS = $(shell vm/kernels.sh field $(KERNEL) compare) $(KERNEL)
 export FLAVOR KERNEL
 # The crash boots of vm/expect.list and the mm selftests (on the kernels
 # whose file says mm-selftests: yes) belong to the full plan only.
@@ -67,7 +65,8 @@ tests: tree ## build the guests' test binaries (stock hmm-tests, selftests, benc
 	@vm/tests.sh
 
 initramfs: module tests ## pack each kernel's guest initramfs
-	$(call each,vm/initramfs.sh && { [ "$$(vm/kernels.sh field $$k mm-selftests)" != yes ] || KERNEL=$$k vm/initramfs.sh mm; })
+	@for k in $(KERNELS); do for i in $$(vm/kernels.sh images $$k); do \
+		KERNEL=$$k vm/initramfs.sh $$i || exit 1; done; done
 
 # The README's test command.
 check: initramfs ## boot each kernel's guest and run every test (KERNEL, PLAN, SUITE, ARGS)

@@ -20,6 +20,8 @@ case $image in
 full|stock|mm) ;;
 *) die "no initramfs image '$image' (full, stock or mm)" ;;
 esac
+[ "$image" != full ] || [ "$MODULE" != no ] ||
+	die "$KERNEL has no dmirror-thp.ko (module: no in vm/kernels/$KERNEL): only the stock and mm images"
 USR=$CACHE/userspace
 R=$STAGE/initramfs-$image
 rm -rf "$R"
@@ -61,7 +63,8 @@ if [ "$image" = mm ]; then
 	# run_vmtests.sh is bash's; the guest has busybox only.
 	[ -x /bin/bash-static ] || die "no /bin/bash-static: run 'make deps'"
 	cp /bin/bash-static "$R/bin/bash"
-	mm=$("$TOP/vm/mm-selftests.sh" | tee /dev/stderr | tail -n 1)
+	mm=$("$TOP/vm/mm-selftests.sh" | tee /dev/stderr | tail -n 1
+		exit "${PIPESTATUS[0]}") || die "no mm selftests for $KERNEL"
 	cp -a "$mm" "$R/mm"
 	rm -f "$R/mm"/*.o
 fi

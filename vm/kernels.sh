@@ -7,6 +7,10 @@
 #                                those whose file has it
 #   kernels.sh get FIELD         the one kernel whose file has FIELD
 #   kernels.sh field NAME FIELD  NAME's FIELD (empty if it has none)
+#   kernels.sh images NAME       the initramfs images make packs for NAME:
+#                                full (with dmirror-thp.ko, unless its file
+#                                says module: no) and mm (if it says
+#                                mm-selftests: yes, or has no module)
 set -eu
 . "$(dirname "$0")/lib.sh"
 
@@ -24,5 +28,14 @@ field:3)
 	kernel_file "$(kernel_name "$2")"
 	echo "${KF[$3]:-}"
 	;;
-*) die "usage: kernels.sh list [FIELD] | get FIELD | field NAME FIELD" ;;
+images:2)
+	kernel_file "$(kernel_name "$2")"
+	if [ "${KF[module]:-}" = no ]; then
+		echo mm
+	else
+		echo full
+		[ "${KF[mm-selftests]:-}" != yes ] || echo mm
+	fi
+	;;
+*) die "usage: kernels.sh list [FIELD] | get FIELD | field NAME FIELD | images NAME" ;;
 esac

@@ -73,7 +73,10 @@ need()
 #   mm-selftests: yes     make check runs the tree's own mm selftests on it
 #                 (vm/guest/plans/mm), and compares them with its compare:
 #                 kernel's when both run
-KERNEL_FIELDS="source series config stock-tests harness default ci compare bench-target mm-selftests"
+#   module:       no      the tree has no device-private THP migration
+#                 (pristine 6.12): no dmirror-thp.ko, only the plans whose
+#                 image needs none (mm, stock) boot on it
+KERNEL_FIELDS="source series config stock-tests harness default ci compare bench-target mm-selftests module"
 
 # A tree of one's own (make check KERNEL=/path/to/linux) is a kernel file
 # too, written by kernel_name into $USER_KERNELS; vm/kernels/ lists only
@@ -125,8 +128,9 @@ kernel_file()
 		esac
 		[ -z "${KF[$field]+set}" ] || die "$w: $field given twice"
 		case $field:${value[*]} in
-		harness:yes|default:yes|ci:yes|mm-selftests:yes) ;;
+		harness:yes|default:yes|ci:yes|mm-selftests:yes|module:no) ;;
 		harness:*|default:*|ci:*|mm-selftests:*) die "$w: $field takes 'yes'" ;;
+		module:*) die "$w: module takes 'no' (without it, the module builds)" ;;
 		esac
 		KF[$field]=${value[*]}
 	done < "$f"
@@ -182,8 +186,9 @@ kernel_name()
 # SOURCE_PACKAGE and SOURCE_SUITE (vm/source.sh), PATCHES (the series
 # folder, empty for a pristine kernel), CONFIGS (its fragments, after
 # vm/config/base.config), STOCK_TESTS (the name of the stock hmm-tests its
-# tree provides, or empty) and COMPARE (upstream's own code for it, or
-# empty); and where it lives in the cache.
+# tree provides, or empty), COMPARE (upstream's own code for it, or
+# empty) and MODULE (no: dmirror-thp.ko does not build on it); and where
+# it lives in the cache.
 kernel_select()
 {
 	local -a src
@@ -204,6 +209,7 @@ kernel_select()
 	CONFIGS=${KF[config]:-}
 	STOCK_TESTS=${KF[stock-tests]:-}
 	COMPARE=${KF[compare]:-}
+	MODULE=${KF[module]:-yes}
 	KDIR=$CACHE/kernels/$KERNEL
 	KSRC=$KDIR/linux
 	# A tree built as it is: the tree itself, never written (O=).

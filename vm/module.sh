@@ -7,6 +7,10 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need make gcc rsync
 
+if [ "$MODULE" = no ]; then
+	progress "$KERNEL: no dmirror-thp.ko (its file says module: no)"
+	exit 0
+fi
 [ -f "$KBUILD/Module.symvers" ] || die "no kernel build in $KBUILD: run 'make kernel KERNEL=$KERNEL'"
 MOD=$STAGE/mod
 mkdir -p "$MOD"
