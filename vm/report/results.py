@@ -74,6 +74,9 @@ NESTED_PROGRAM = re.compile(r"^# running (.*)$")
 RUNNER_SKIP = re.compile(r"^# \[SKIP\] \./(.*)$")
 TAP_PLAN = re.compile(r"^1\.\.([0-9]+)")
 DIRECTIVE = re.compile(r"#\s*(SKIP|XFAIL|MEASURE)\b\s*(.*)$", re.IGNORECASE)
+# run_vmtests.sh names a failed program "not ok N PROG # exit=N": the
+# test's name is PROG, whether it passed or not.
+EXIT_STATUS = re.compile(r"\s+#\s*exit=-?[0-9]+$")
 # The same result lines as LAVA's monitor sees them on the console.
 LAVA_PATTERN = (r"\n(?:### STEP )?(?P<result>ok|not ok|not-ok)(?: \d+)? "
                 r"(?P<test_case_id>[^#\r\n]+?)"
@@ -242,6 +245,7 @@ def read_boot(path, kernel, entries, suites, steps, out_dir):
                     skip = d.group(2).strip()
                 elif d.group(1).upper() == "MEASURE":
                     measure = d.group(2).strip()
+            name = EXIT_STATUS.sub("", name)
             status, reason = judge(entries, kernel, suite.name, name,
                                    m.group(1) == "ok", skip)
             suite.tests.append(Test(name, status, reason, measure))
