@@ -114,7 +114,7 @@ migrate-bench: initramfs ## ordinary memory: mbind() moves of 4 kB to 1 MB folio
 # by default those the series touches.  make check runs the plan too, on
 # the kernels whose file says mm-selftests: yes, without thp (see
 # vm/guest/plans/mm).
-MM_CATEGORIES ?= migration rmap cow thp ksm pagemap soft_dirty mremap userfaultfd
+MM_CATEGORIES ?= migration rmap cow thp ksm pagemap soft_dirty mremap userfaultfd hmm
 mm-selftests: KERNELS = $(MIGRATE_KERNELS)
 mm-selftests: kernel tests ## the tree's own mm selftests, pristine against the series (MM_CATEGORIES)
 	$(call each,vm/initramfs.sh mm)

@@ -11,7 +11,9 @@
 #                        written to $STAGE/initramfs-IMAGE.cpio.gz
 set -eu
 . "$(dirname "$0")/lib.sh"
-need cpio gzip python3
+# depmod lives in sbin, which a user's PATH may lack.
+PATH=$PATH:/usr/sbin:/sbin
+need cpio gzip python3 depmod
 BUSYBOX=/bin/busybox
 [ -x "$BUSYBOX" ] || die "no $BUSYBOX: run 'make deps'"
 
@@ -63,10 +65,17 @@ if [ "$image" = mm ]; then
 	# run_vmtests.sh is bash's; the guest has busybox only.
 	[ -x /bin/bash-static ] || die "no /bin/bash-static: run 'make deps'"
 	cp /bin/bash-static "$R/bin/bash"
+	# ... and test_vmalloc.sh calls getconf, which busybox lacks.
+	cp "$TOP/vm/guest/getconf" "$R/bin/getconf"
 	mm=$("$TOP/vm/mm-selftests.sh" | tee /dev/stderr | tail -n 1
 		exit "${PIPESTATUS[0]}") || die "no mm selftests for $KERNEL"
 	cp -a "$mm" "$R/mm"
 	rm -f "$R/mm"/*.o
+	# test_hmm.sh, test_vmalloc.sh and test_page_frag.sh load their
+	# modules with modprobe, which reads modules.dep under the release.
+	locked make -s -C "$KSRC" O="$KBUILD" INSTALL_MOD_PATH="$R" \
+		INSTALL_MOD_STRIP=1 DEPMOD="$(command -v depmod)" modules_install > /dev/null ||
+		die "modules_install of $KERNEL into $R failed"
 fi
 if [ "$image" = full ]; then
 	for p in $(make -s -C "$TOP/selftests" list-tests); do

@@ -13,7 +13,7 @@
 # mm-selftests.sh   prints the folder of the binaries on its last line
 set -eu
 . "$(dirname "$0")/lib.sh"
-need gcc make rsync
+need gcc make rsync readelf
 
 mmsrc=${COMPARE:-$KERNEL}
 KSRC_MM=$(ksrc_of "$mmsrc")
@@ -44,18 +44,35 @@ if grep -q KSFT_SKIP "$MM/khugepaged.c" 2>/dev/null &&
 	fix="-include $W/tools/testing/selftests/kselftest.h"
 	progress "$mmsrc: khugepaged.c uses KSFT_SKIP and includes no kselftest.h: building with $fix"
 fi
+# dynamic: the programs of OUT that need a loader, which the guest lacks.
+dynamic()
+{
+	local f
+
+	for f in "$OUT"/*; do
+		[ -f "$f" ] && [ -x "$f" ] && [ "$(head -c 4 "$f")" = $'\x7fELF' ] &&
+			readelf -l "$f" | grep -q INTERP && echo "$f"
+	done
+	return 0
+}
+# An older build linked the _64 programs dynamically: build them again.
+rm -f $(dynamic)
 t=$(now)
 progress "building the $mmsrc tree's mm selftests (static) in $OUT"
 # Command-line variables override the Makefile's: static binaries (the
-# guest has no libc), the cache's headers, no 32-bit variants.
+# guest has no libc; the rule of the x86 _64 programs links with CFLAGS
+# and EXTRA_CFLAGS, without LDFLAGS), the cache's headers, no 32-bit
+# variants.
 locked make -C "$W/tools/testing/selftests/mm" -j"$JOBS" \
 	OUTPUT="$OUT" KHDR_INCLUDES="-isystem $HDR/usr/include" \
-	LDFLAGS=-static CAN_BUILD_I386=0 ${fix:+USERCFLAGS="$fix"} > "$OUT.log" 2>&1 || {
+	LDFLAGS=-static EXTRA_CFLAGS=-static CAN_BUILD_I386=0 ${fix:+USERCFLAGS="$fix"} > "$OUT.log" 2>&1 || {
 	grep -E 'error|Error' "$OUT.log" | head -n 20 >&2
 	die "the $mmsrc tree's mm selftests do not build (log: $OUT.log)"
 }
 # run_vmtests.sh and the scripts it runs, beside the programs.
 (cd "$W/tools/testing/selftests/mm" && cp ./*.sh "$OUT/")
 [ -x "$OUT/cow" ] || die "no $OUT/cow after the build (log: $OUT.log)"
+d=$(dynamic)
+[ -z "$d" ] || die "linked dynamically, which the guest cannot run: $d"
 took "$t" "mm selftests ($mmsrc)"
 echo "$OUT"
