@@ -113,8 +113,10 @@ def judge(entries, kernel, suite, name, ok, skip_reason):
     """A test's status and reason, by its result and vm/expect.list."""
     state = STATES.get(kernel)
     if skip_reason is not None:
-        if expect.lookup(entries, "skip", kernel, FLAVOR, state, suite, name):
-            return "skip", skip_reason
+        e = expect.lookup(entries, "skip", kernel, FLAVOR, state, suite, name)
+        if e:
+            # The program's own reason; the entry's where it gave none.
+            return "skip", skip_reason or e.why(state)
         return "fail", "skipped, and not an allowed skip: " + skip_reason
     xf = expect.lookup(entries, "xfail", kernel, FLAVOR, state, suite, name)
     if xf and ok:
@@ -164,8 +166,13 @@ def read_boot(path, kernel, entries, suites, steps, out_dir):
                 # It stopped before its end (a crash, a timeout).
                 suite.tests.append(Test("exited with status %s after %d of %d results" %
                                         (rc, len(suite.tests), suite.plan), "fail"))
-            elif suite and rc != "0" and not any(t.status in ("fail", "xfail")
-                                                 for t in suite.tests):
+            elif (suite and rc != "0"
+                  and not any(t.status in ("fail", "xfail")
+                              for t in suite.tests)
+                  # kselftest's KSFT_SKIP (4): every test skipped, as
+                  # run_vmtests.sh exits when it ran nothing else.
+                  and not (rc == "4" and suite.tests and
+                           all(t.status == "skip" for t in suite.tests))):
                 suite.tests.append(Test("exited with status " + rc +
                                         ("" if suite.tests else " and no results"),
                                         "fail"))
