@@ -60,10 +60,8 @@ image()
 # those are dmirror-thp's tests; it boots mm's image unless a plan says.
 # make mm-selftests needs no full image either (a debug flavour may have
 # none).
-if [ "$MODULE" = no ]; then
-	crashes=0
-	image mm
-elif [ "$PLAN" = mm ]; then
+[ "$MODULE" != no ] || crashes=0
+if [ "$MODULE" = no ] || [ "$PLAN" = mm ]; then
 	image mm
 else
 	image "$IMAGE"
