@@ -16,6 +16,8 @@ set -eu
 need gcc make rsync readelf
 
 mmsrc=${COMPARE:-$KERNEL}
+# The compare: kernel's tree may not be prepared yet (make KERNEL=7.3).
+[ "$mmsrc" = "$KERNEL" ] || KERNEL=$mmsrc "$TOP/vm/tree.sh" >&2
 KSRC_MM=$(ksrc_of "$mmsrc")
 W=$CACHE/kernels/$mmsrc/mm-selftests
 OUT=$CACHE/userspace/mm-selftests-$mmsrc
