@@ -50,7 +50,7 @@ all: initramfs ## build everything: kernels with their series, module, tests, in
 	@vm/times.sh $(T0)
 
 deps: ## install the missing Debian packages (every target runs it)
-	@vm/deps.sh
+	@vm/deps.sh $(KERNELS)
 
 tree: deps ## extract each kernel's Debian source into the cache and git am its series
 	$(call each,vm/tree.sh)
@@ -62,7 +62,7 @@ module: kernel ## build dmirror-thp.ko for each kernel
 	$(call each,vm/module.sh)
 
 tests: tree ## build the guests' test binaries (stock hmm-tests, selftests, bench, stress)
-	@vm/tests.sh
+	@for k in $$(vm/kernels.sh arches $(KERNELS)); do KERNEL=$$k vm/tests.sh || exit 1; done
 
 initramfs: module tests ## pack each kernel's guest initramfs
 	@for k in $(KERNELS); do for i in $$(vm/kernels.sh images $$k); do \

@@ -8,17 +8,17 @@
 #
 # bisect-check.sh [FIRST [LAST]]   build after patches FIRST..LAST only
 #                                  (the earlier ones are applied unbuilt)
-# BISECT_TARGETS="mm/ fs/proc/"    make targets (default: bzImage modules)
+# BISECT_TARGETS="mm/ fs/proc/"    make targets (default: the image, modules)
 set -eu
 . "$(dirname "$0")/lib.sh"
-need git make gcc ccache flock
+need git make "$TARGET_CC" ccache flock
 
 [ -n "$PATCHES" ] || die "$KERNEL has no series to bisect"
 # Its worktrees live in the tree: only a tree of the cache.
 ! user_tree || die "$KERNEL is a tree of your own: bisect-check builds the project's kernels (vm/kernels/)"
 WT=$KDIR/bisect/linux
 B=$KDIR/bisect/build
-TARGETS=${BISECT_TARGETS:-bzImage modules}
+TARGETS=${BISECT_TARGETS:-$KIMAGE_TARGET modules}
 
 kbuild_env
 
@@ -55,7 +55,8 @@ for i in $(seq 1 "$last"); do
 	[ "$i" -lt "$first" ] && continue
 	t=$(now)
 	# shellcheck disable=SC2086
-	if ! locked make -C "$WT" O="$B" "CC=ccache gcc" KCFLAGS=-pipe \
+	if ! locked make -C "$WT" O="$B" ARCH="$KARCH" ${CROSS:+CROSS_COMPILE=$CROSS} \
+		"CC=ccache $TARGET_CC" KCFLAGS=-pipe \
 		-j"$JOBS" -s olddefconfig $TARGETS > "$B/build-$i.log" 2>&1; then
 		tail -n 40 "$B/build-$i.log" >&2
 		die "$KERNEL patch $i/$n $p does not build (log: $B/build-$i.log)"

@@ -2,10 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # Install, from Debian's packages, whatever the bench needs and is missing.
 # Idempotent: a no-op (well under 5 s) when everything is present.
+#
+# deps.sh [KERNEL...]   also what those kernels' architectures need (a
+#                       cross compiler, QEMU); without KERNEL, every
+#                       kernel's of vm/kernels/
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-PKGS="qemu-system-x86 busybox-static kmod cpio bc bison flex libelf-dev
+PKGS="busybox-static kmod cpio bc bison flex libelf-dev
 libssl-dev ccache xz-utils gcc make libc6-dev perl python3 rsync sparse
 gnuplot-nox git debian-archive-keyring stress-ng trinity bash-static
 libnuma-dev libcap-dev"
@@ -15,6 +19,10 @@ for k in $(kernel_names); do
 	kernel_select "$k"
 	[ "$SOURCE_KIND" != debian ] || [ -n "$SOURCE_SUITE" ] ||
 		PKGS="$PKGS $SOURCE_PACKAGE"
+done
+for k in ${*:-$(kernel_names)}; do
+	kernel_select "$k"
+	PKGS="$PKGS $(arch_packages)"
 done
 
 missing=

@@ -14,6 +14,8 @@
 #                  transcript is gdb.log in the run's folder
 set -eu
 . "$(dirname "$0")/lib.sh"
+[ "$GUEST_ARCH" = x86_64 ] ||
+	die "make gdb attaches to x86_64 guests only ($KERNEL is $GUEST_ARCH)"
 
 MODDIR=$STAGE/mod/module
 PORT=${GDB_PORT:-1234}

@@ -14,8 +14,17 @@ set -eu
 # depmod lives in sbin, which a user's PATH may lack.
 PATH=$PATH:/usr/sbin:/sbin
 need cpio gzip python3 depmod
-BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] || die "no $BUSYBOX: run 'make deps'"
+# The host's own busybox and bash (make deps), or those of Debian's
+# packages for the guest's architecture (vm/debs.sh).
+if [ -z "$CROSS" ]; then
+	BUSYBOX=/bin/busybox BASH=/bin/bash-static
+	[ -x "$BUSYBOX" ] || die "no $BUSYBOX: run 'make deps'"
+else
+	debs=$("$TOP/vm/debs.sh" "$GUEST_ARCH" busybox-static bash-static) ||
+		die "no busybox and bash for $GUEST_ARCH"
+	BUSYBOX=$(echo "$debs" | sed -n 1p)/bin/busybox
+	BASH=$(echo "$debs" | sed -n 2p)/bin/bash-static
+fi
 
 image=${1:-full}
 case $image in
@@ -24,7 +33,6 @@ full|stock|mm) ;;
 esac
 [ "$image" != full ] || [ "$MODULE" != no ] ||
 	die "$KERNEL has no dmirror-thp.ko (module: no in vm/kernels/$KERNEL): only the stock and mm images"
-USR=$CACHE/userspace
 R=$STAGE/initramfs-$image
 rm -rf "$R"
 mkdir -p "$R"/bin "$R"/dev "$R"/proc "$R"/sys "$R"/tmp "$R"/lib/modules \
@@ -63,8 +71,8 @@ while read -r _ v; do
 done <<< "$stock"
 if [ "$image" = mm ]; then
 	# run_vmtests.sh is bash's; the guest has busybox only.
-	[ -x /bin/bash-static ] || die "no /bin/bash-static: run 'make deps'"
-	cp /bin/bash-static "$R/bin/bash"
+	[ -x "$BASH" ] || die "no $BASH: run 'make deps'"
+	cp "$BASH" "$R/bin/bash"
 	# ... and test_vmalloc.sh calls getconf, which busybox lacks.
 	cp "$TOP/vm/guest/getconf" "$R/bin/getconf"
 	mm=$("$TOP/vm/mm-selftests.sh" | tee /dev/stderr | tail -n 1
@@ -73,7 +81,7 @@ if [ "$image" = mm ]; then
 	rm -f "$R/mm"/*.o
 	# test_hmm.sh, test_vmalloc.sh and test_page_frag.sh load their
 	# modules with modprobe, which reads modules.dep under the release.
-	locked make -s -C "$KSRC" O="$KBUILD" INSTALL_MOD_PATH="$R" \
+	locked make -s -C "$KSRC" O="$KBUILD" ARCH="$KARCH" ${CROSS:+CROSS_COMPILE=$CROSS} INSTALL_MOD_PATH="$R" \
 		INSTALL_MOD_STRIP=1 DEPMOD="$(command -v depmod)" modules_install > /dev/null ||
 		die "modules_install of $KERNEL into $R failed"
 fi
@@ -87,7 +95,10 @@ if [ "$image" = full ]; then
 		cp "$USR/selftests/$p" "$R/bin/"
 	done
 	# The soak's load from outside: Debian's own stress-ng and trinity,
-	# with the shared libraries they link (ldd's list, and the loader).
+	# with the shared libraries they link (ldd's list, and the loader);
+	# the host's, so only in a guest of the host's architecture (the
+	# soak's arch: entry in vm/expect.list).
+	[ -n "$CROSS" ] ||
 	for t in stress-ng trinity; do
 		b=$(command -v "$t") || die "no $t: run 'make deps'"
 		cp "$b" "$R/bin/"

@@ -5,7 +5,7 @@
 # kernel.sh [--config-only]
 set -eu
 . "$(dirname "$0")/lib.sh"
-need make gcc ccache bison flex bc
+need make gcc "$TARGET_CC" ccache bison flex bc
 
 kbuild_env
 # A tree without device-private THP is refused before anything builds,
@@ -19,19 +19,21 @@ if [ "$MODULE" != no ]; then
 fi
 
 # One build at a time on this machine: helpers and CI share the lock.
-KMAKE=(locked make -C "$KSRC" O="$KBUILD" "CC=${KCC:-ccache gcc}" KCFLAGS=-pipe
-	-j"$JOBS" -s)
+KMAKE=(locked make -C "$KSRC" O="$KBUILD" ARCH="$KARCH" ${CROSS:+CROSS_COMPILE=$CROSS}
+	"CC=${KCC:-ccache $TARGET_CC}" KCFLAGS=-pipe -j"$JOBS" -s)
 
 # What device-private THP migration and the suites cannot do without.
 NEEDED="ZONE_DEVICE|DEVICE_PRIVATE|TRANSPARENT_HUGEPAGE|MIGRATION|HMM_MIRROR|TEST_HMM|MODULES|NUMA"
 
 # The common fragment, then what the tree's own mm selftests need (their
-# config, and what it takes on top of tinyconfig), then the kernel's own
+# config, and what it takes on top of tinyconfig), then the architecture's
+# (which turns off what the architecture lacks), then the kernel's own
 # (vm/kernels/$KERNEL's config:), then the flavour's: a later fragment
 # overrides an earlier one.
 frags="$TOP/vm/config/base.config"
 mmcfg=$KSRC/tools/testing/selftests/mm/config
 [ ! -f "$mmcfg" ] || frags="$frags $mmcfg $TOP/vm/config/mm-selftests.config"
+frags="$frags $TOP/vm/config/$GUEST_ARCH.config"
 for f in $CONFIGS; do
 	[ -f "$TOP/$f" ] || die "vm/kernels/$KERNEL names $f, which does not exist"
 	frags="$frags $TOP/$f"
@@ -45,7 +47,7 @@ key=$(cat $frags | sed -e '/^# CONFIG_[A-Za-z0-9_]* is not set/b' \
 
 mkdir -p "$KBUILD"
 if [ "$(cat "$KBUILD/.dmirror-config" 2>/dev/null)" != "$key" ]; then
-	progress "configuring $KERNEL ($FLAVOR): tinyconfig + $(echo $frags | sed "s|$TOP/||g")"
+	progress "configuring $KERNEL ($FLAVOR, $GUEST_ARCH): tinyconfig + $(echo $frags | sed "s|$TOP/||g")"
 	"${KMAKE[@]}" tinyconfig >/dev/null
 	if user_tree; then
 		# The project's fragments name options of its own kernels: an
@@ -98,8 +100,8 @@ fi
 
 [ "${1:-}" = --config-only ] && exit 0
 t=$(now)
-progress "building kernel $KERNEL ($FLAVOR, -j$JOBS) in $KBUILD"
-targets="bzImage modules"
+progress "building kernel $KERNEL ($FLAVOR, $GUEST_ARCH, -j$JOBS) in $KBUILD"
+targets="$KIMAGE_TARGET modules"
 # The gdb helpers (vmlinux-gdb.py) for make gdb, where the flavour has them.
 grep -q '^CONFIG_GDB_SCRIPTS=y' "$KBUILD/.config" && targets="$targets scripts_gdb"
 # shellcheck disable=SC2086

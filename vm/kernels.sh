@@ -11,6 +11,9 @@
 #                                full (with dmirror-thp.ko, unless its file
 #                                says module: no) and mm (if it says
 #                                mm-selftests: yes, or has no module)
+#   kernels.sh arches NAME...    of those kernels, the first of each
+#                                architecture (make tests builds each
+#                                architecture's test binaries once)
 set -eu
 . "$(dirname "$0")/lib.sh"
 
@@ -37,5 +40,14 @@ images:2)
 		[ "${KF[mm-selftests]:-}" != yes ] || echo mm
 	fi
 	;;
-*) die "usage: kernels.sh list [FIELD] | get FIELD | field NAME FIELD | images NAME" ;;
+arches:*)
+	shift
+	declare -A seen=()
+	for k in "$@"; do
+		kernel_select "$k"
+		[ -n "${seen[$GUEST_ARCH]:-}" ] || echo "$k"
+		seen[$GUEST_ARCH]=1
+	done
+	;;
+*) die "usage: kernels.sh list [FIELD] | get FIELD | field NAME FIELD | images NAME | arches NAME..." ;;
 esac

@@ -14,6 +14,8 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu.sh"
+[ "$GUEST_ARCH" = x86_64 ] ||
+	die "make lab-bundle packs x86_64 guests only ($KERNEL is $GUEST_ARCH)"
 
 PLAN=${LAB_PLAN:-thp}
 OUT=${LAB_DIR:-$CACHE/lab-bundle/$KERNEL-$FLAVOR}

@@ -76,7 +76,10 @@ need()
 #   module:       no      the tree has no device-private THP migration
 #                 (pristine 6.12): no dmirror-thp.ko, only the plans whose
 #                 image needs none (mm, stock) boot on it
-KERNEL_FIELDS="source series config stock-tests harness default ci compare bench-target mm-selftests module"
+#   arch:         x86_64 (the default) or arm64: the guest's architecture;
+#                 arm64 is cross-built (aarch64-linux-gnu-), its user space
+#                 too, and boots on QEMU's virt machine (vm/qemu.sh)
+KERNEL_FIELDS="source series config stock-tests harness default ci compare bench-target mm-selftests module arch"
 
 # A tree of one's own (make check KERNEL=/path/to/linux) is a kernel file
 # too, written by kernel_name into $USER_KERNELS; vm/kernels/ lists only
@@ -128,7 +131,8 @@ kernel_file()
 		esac
 		[ -z "${KF[$field]+set}" ] || die "$w: $field given twice"
 		case $field:${value[*]} in
-		harness:yes|default:yes|ci:yes|mm-selftests:yes|module:no) ;;
+		harness:yes|default:yes|ci:yes|mm-selftests:yes|module:no|arch:x86_64|arch:arm64) ;;
+		arch:*) die "$w: arch takes x86_64 or arm64" ;;
 		harness:*|default:*|ci:*|mm-selftests:*) die "$w: $field takes 'yes'" ;;
 		module:*) die "$w: module takes 'no' (without it, the module builds)" ;;
 		esac
@@ -188,7 +192,7 @@ kernel_name()
 # vm/config/base.config), STOCK_TESTS (the name of the stock hmm-tests its
 # tree provides, or empty), COMPARE (upstream's own code for it, or
 # empty) and MODULE (no: dmirror-thp.ko does not build on it); and where
-# it lives in the cache.
+# it lives in the cache.  Its architecture (arch_select) gives the rest.
 kernel_select()
 {
 	local -a src
@@ -217,6 +221,38 @@ kernel_select()
 		KSRC=$SOURCE_TREE
 	KBUILD=$KDIR/build-$FLAVOR
 	STAGE=$KDIR/stage-$FLAVOR
+	arch_select "${KF[arch]:-x86_64}"
+}
+
+# arch_select ARCH: what a guest of ARCH is built and booted with: GUEST_ARCH
+# (x86_64, arm64), the kernel's ARCH= (KARCH) and CROSS_COMPILE= (CROSS,
+# empty for the host's own), the image it boots (KIMAGE), QEMU, and the
+# folder of its static test binaries (USR; the host's: $CACHE/userspace).
+arch_select()
+{
+	GUEST_ARCH=$1
+	case $1 in
+	x86_64)
+		KARCH=x86 CROSS= QEMU_SYSTEM=qemu-system-x86_64
+		KIMAGE_TARGET=bzImage USR=$CACHE/userspace
+		;;
+	arm64)
+		KARCH=arm64 CROSS=aarch64-linux-gnu- QEMU_SYSTEM=qemu-system-aarch64
+		KIMAGE_TARGET=Image USR=$CACHE/userspace-arm64
+		;;
+	esac
+	KIMAGE=$KBUILD/arch/$KARCH/boot/$KIMAGE_TARGET
+	TARGET_CC=${CROSS}gcc
+}
+
+# arch_packages: the Debian packages that build and boot the selected
+# kernel's architecture on this (amd64) machine.
+arch_packages()
+{
+	case $GUEST_ARCH in
+	x86_64) echo qemu-system-x86 ;;
+	arm64) echo qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu ;;
+	esac
 }
 
 # user_tree: whether the selected kernel is a tree of one's own.
@@ -248,18 +284,19 @@ stock_tests()
 	! user_tree || [ -z "$STOCK_TESTS" ] || echo "$KERNEL $STOCK_TESTS"
 }
 
-# uapi_headers NAME TREE OUT: TREE's uapi headers installed in OUT (make
-# headers_install in a build folder of its own: no configured kernel
-# needed), again only when a uapi header of the tree is newer.
+# uapi_headers NAME TREE OUT: TREE's uapi headers for the selected kernel's
+# architecture installed in OUT (make headers_install in a build folder of
+# its own: no configured kernel needed), again only when a uapi header of
+# the tree is newer.
 uapi_headers()
 {
 	local stamp=$3/usr/include/linux/mman.h
 
 	[ ! -f "$stamp" ] ||
-		[ -n "$(find "$2/include/uapi" "$2/arch/x86/include/uapi" \
+		[ -n "$(find "$2/include/uapi" "$2/arch/$KARCH/include/uapi" \
 			-newer "$stamp" -print -quit)" ] || return 0
-	progress "installing the $1 tree's uapi headers"
-	locked make -s -C "$2" O="$3" headers_install > /dev/null ||
+	progress "installing the $1 tree's uapi headers ($GUEST_ARCH)"
+	locked make -s -C "$2" O="$3" ARCH="$KARCH" headers_install > /dev/null ||
 		die "headers_install of $2 failed"
 	touch "$stamp"
 }

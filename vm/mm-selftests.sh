@@ -13,14 +13,14 @@
 # mm-selftests.sh   prints the folder of the binaries on its last line
 set -eu
 . "$(dirname "$0")/lib.sh"
-need gcc make rsync readelf
+need "$TARGET_CC" make rsync readelf
 
 mmsrc=${COMPARE:-$KERNEL}
 # The compare: kernel's tree may not be prepared yet (make KERNEL=7.3).
 [ "$mmsrc" = "$KERNEL" ] || KERNEL=$mmsrc "$TOP/vm/tree.sh" >&2
 KSRC_MM=$(ksrc_of "$mmsrc")
 W=$CACHE/kernels/$mmsrc/mm-selftests
-OUT=$CACHE/userspace/mm-selftests-$mmsrc
+OUT=$USR/mm-selftests-$mmsrc
 MM=$KSRC_MM/tools/testing/selftests/mm
 [ -f "$MM/run_vmtests.sh" ] || die "$MM/run_vmtests.sh not found: the $mmsrc tree has no mm selftests"
 
@@ -57,17 +57,26 @@ dynamic()
 	done
 	return 0
 }
+# Cross-built, the programs link libcap and libnuma of the guest's
+# architecture: Debian's -dev packages, unpacked in the cache (vm/debs.sh).
+cflags=-static ldflags=-static
+if [ -n "$CROSS" ]; then
+	for d in $("$TOP/vm/debs.sh" "$GUEST_ARCH" libcap-dev libnuma-dev); do
+		cflags="$cflags -isystem $d/usr/include"
+		ldflags="$ldflags -L$(echo "$d"/usr/lib/*-linux-gnu)"
+	done
+fi
 # An older build linked the _64 programs dynamically: build them again.
 rm -f $(dynamic)
 t=$(now)
-progress "building the $mmsrc tree's mm selftests (static) in $OUT"
+progress "building the $mmsrc tree's mm selftests (static, $GUEST_ARCH) in $OUT"
 # Command-line variables override the Makefile's: static binaries (the
 # guest has no libc; the rule of the x86 _64 programs links with CFLAGS
 # and EXTRA_CFLAGS, without LDFLAGS), the cache's headers, no 32-bit
 # variants.
-locked make -C "$W/tools/testing/selftests/mm" -j"$JOBS" \
+locked make -C "$W/tools/testing/selftests/mm" -j"$JOBS" ${CROSS:+ARCH=$KARCH CROSS_COMPILE=$CROSS} \
 	OUTPUT="$OUT" KHDR_INCLUDES="-isystem $HDR/usr/include" \
-	LDFLAGS=-static EXTRA_CFLAGS=-static CAN_BUILD_I386=0 ${fix:+USERCFLAGS="$fix"} > "$OUT.log" 2>&1 || {
+	LDFLAGS="$ldflags" EXTRA_CFLAGS="$cflags" CAN_BUILD_I386=0 ${fix:+USERCFLAGS="$fix"} > "$OUT.log" 2>&1 || {
 	grep -E 'error|Error' "$OUT.log" | head -n 20 >&2
 	die "the $mmsrc tree's mm selftests do not build (log: $OUT.log)"
 }

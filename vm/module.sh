@@ -5,7 +5,7 @@
 # checkout.
 set -eu
 . "$(dirname "$0")/lib.sh"
-need make gcc rsync
+need make "$TARGET_CC" rsync
 
 if [ "$MODULE" = no ]; then
 	progress "$KERNEL: no dmirror-thp.ko (its file says module: no)"
@@ -21,7 +21,8 @@ rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
 kbuild_env
 t=$(now)
 progress "building dmirror-thp.ko ($KERNEL $FLAVOR) ${W:+W=$W }${C:+C=$C}"
-make -C "$KBUILD" M="$MOD" "CC=ccache gcc" -j"$JOBS" ${W:+W=$W} ${C:+C=$C} \
+make -C "$KBUILD" M="$MOD" ARCH="$KARCH" ${CROSS:+CROSS_COMPILE=$CROSS} \
+	"CC=ccache $TARGET_CC" -j"$JOBS" ${W:+W=$W} ${C:+C=$C} \
 	modules > "$MOD/build.log" 2>&1 || {
 	cat "$MOD/build.log" >&2
 	die "module build for $KERNEL failed"

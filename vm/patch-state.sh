@@ -7,6 +7,7 @@
 #
 #   present|absent|unknown|n/a SERIES/POSTING/NNNN HOW SUBJECT
 #   has|lacks FILE:SYMBOL
+#   arch ARCH   the guest's architecture (expect.list's arch: entries)
 #
 # A patch is present when the feature it adds is in the tree (a symbol of
 # the series' "features" file: PATCH FILE SYMBOL), else when it applies in
@@ -47,6 +48,7 @@ tree=$KSRC
 PATCHES_OWN=$PATCHES
 {
 	echo "# vm/patch-state.sh: $KERNEL ($tree)"
+	echo "arch $GUEST_ARCH"
 	python3 "$TOP/vm/report/expect.py" probes |
 	while read -r what a b; do
 		case $what in

@@ -28,7 +28,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu.sh"
-need qemu-system-x86_64 timeout python3
+need "$QEMU_SYSTEM" timeout python3
 
 crashes=0 mm=0
 [ "${1:-}" = --crashes ] && { crashes=1; shift; }
@@ -46,7 +46,6 @@ else
 	TIMEOUT=${TIMEOUT:-1500}
 fi
 IMAGE=${IMAGE:-full}
-KIMAGE=$KBUILD/arch/x86/boot/bzImage
 [ -f "$KIMAGE" ] || die "no kernel at $KIMAGE: run 'make kernel KERNEL=$KERNEL'"
 # image IMAGE: the initramfs of a boot, in INITRD (qemu_cmd's).
 image()
@@ -76,14 +75,15 @@ plan_field()
 
 # KVM is used only where a short probe boot reaches init in a few seconds;
 # on nested VMs KVM guests hang while decompressing.  The verdict is cached.
+# A guest of another architecture than the host's is emulated (TCG).
 pick_accel()
 {
 	[ "$ACCEL" != auto ] && { echo "$ACCEL"; return; }
-	if [ ! -w /dev/kvm ]; then
+	if [ ! -w /dev/kvm ] || [ "$GUEST_ARCH" != "$(uname -m)" ]; then
 		echo tcg
 		return
 	fi
-	key="$(uname -r) $(qemu-system-x86_64 --version | head -n 1)"
+	key="$(uname -r) $("$QEMU_SYSTEM" --version | head -n 1)"
 	probe=$CACHE/kvm-probe
 	if [ "$(sed -n 1p "$probe" 2>/dev/null)" != "$key" ]; then
 		v=tcg
@@ -91,8 +91,8 @@ pick_accel()
 		# A hang (nested virtualisation) is the verdict tcg: the
 		# probe's exit status says nothing, its console does.
 		rm -f "$CACHE/kvm-probe.log"
-		if timeout -s KILL 10 "${QEMU[@]}" -serial file:"$CACHE/kvm-probe.log" \
-			-serial null -append "console=ttyS0 panic=-1 quiet plan=probe" \
+		qemu_serials "file:$CACHE/kvm-probe.log" null
+		if timeout -s KILL 10 "${QEMU[@]}" "${SERIALS[@]}" -append "console=ttyS0 panic=-1 quiet plan=probe" \
 			>/dev/null 2>&1; then :; fi
 		grep -q DMIRROR-PROBE-OK "$CACHE/kvm-probe.log" 2>/dev/null && v=kvm
 		printf '%s\n%s\n' "$key" "$v" > "$probe"
@@ -112,20 +112,25 @@ if [ "$PLAN" = --shell ]; then
 	[ "${GDB:-0}" = 1 ] && "$TOP/vm/gdb.sh" --print
 	qrc=0
 	if [ "${ROOTFS:-initramfs}" = debian ]; then
+		[ "$GUEST_ARCH" = x86_64 ] ||
+			die "ROOTFS=debian is an x86_64 root filesystem (vm/rootfs.sh); $KERNEL is $GUEST_ARCH"
 		rootfs=$("$TOP/vm/rootfs.sh" | tail -n 1)
 		qemu_cmd "$accel" --no-initrd
+		qemu_serials mon:stdio null
 		# The build folder too, read-only at /kbuild: drgn reads vmlinux.
-		"${QEMU[@]}" -serial mon:stdio -serial null "${share[@]}" \
+		"${QEMU[@]}" "${SERIALS[@]}" "${share[@]}" \
 			-virtfs local,path="$rootfs",mount_tag=rootfs,security_model=passthrough,id=rootfs \
 			-virtfs local,path="$KBUILD",mount_tag=kbuild,security_model=none,readonly=on,id=kbuild \
 			-append "$KCMD root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 rw init=/opt/dmirror-thp/init" ||
 			qrc=$?
 	else
 		qemu_cmd "$accel"
-		"${QEMU[@]}" -serial mon:stdio -serial null "${share[@]}" \
+		qemu_serials mon:stdio null
+		"${QEMU[@]}" "${SERIALS[@]}" "${share[@]}" \
 			-append "$KCMD plan=shell" || qrc=$?
 	fi
-	# The guest's poweroff writes 0 to isa-debug-exit: QEMU exits with 1.
+	# The guest's poweroff writes 0 to isa-debug-exit: QEMU exits with 1
+	# (x86_64; 0 where it powers off through the firmware).
 	case $qrc in
 	0|1) exit 0 ;;
 	*) die "qemu exited with $qrc" ;;
@@ -157,8 +162,8 @@ boot()
 	t=$(now)
 	swap_disk "$K/swap.img"
 	qemu_cmd "$accel"
-	timeout -s KILL "$tmo" "${QEMU[@]}" \
-		-serial file:"$K/console-$name.log" -serial file:"$K/results-$name.log" \
+	qemu_serials "file:$K/console-$name.log" "file:$K/results-$name.log"
+	timeout -s KILL "$tmo" "${QEMU[@]}" "${SERIALS[@]}" \
 		-append "$KCMD $KMETA $append" < /dev/null > "$K/qemu-$name.log" 2>&1 ||
 		prc=$?
 	took "$t" "guest run $KERNEL '$name' (qemu exit $prc)"

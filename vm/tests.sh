@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Build the guests' test binaries, static, once for every kernel (they do
-# not depend on the kernel they run on), in $CACHE/userspace:
+# Build the guests' test binaries, static, once for every kernel of the
+# selected kernel's architecture (they do not depend on the kernel they run
+# on), in $CACHE/userspace (the host's) or $CACHE/userspace-ARCH (another,
+# cross-built):
 #
 #   hmm-tests-NAME  the stock hmm-tests of each kernel with a stock-tests:
 #                  NAME field (vm/kernels/), from its tree (a series may add
@@ -15,9 +17,8 @@
 # Those kernels' trees are prepared (vm/tree.sh) if need be.
 set -eu
 . "$(dirname "$0")/lib.sh"
-need gcc make
+need "$TARGET_CC" make
 
-USR=$CACHE/userspace
 mkdir -p "$USR"
 
 harness=$(the_kernel harness)
@@ -42,9 +43,9 @@ build_hmm_tests()
 		[ "$out" -nt "$t/.dmirror-series" ] && return 0
 	# Newer hmm-tests read the THP size through the selftests helpers.
 	[ -f "$mm/hugepage_settings.c" ] && extra="$mm/vm_util.c $mm/hugepage_settings.c"
-	progress "building the $v tree's stock hmm-tests"
+	progress "building the $v tree's stock hmm-tests ($GUEST_ARCH)"
 	# shellcheck disable=SC2086
-	gcc -static -O2 -pthread -isystem "$HDR/usr/include" -I"$t" \
+	"$TARGET_CC" -static -O2 -pthread -isystem "$HDR/usr/include" -I"$t" \
 		-I"$t/tools/testing/selftests" -I"$mm" -o "$out" \
 		"$mm/hmm-tests.c" $extra -lrt -lm ||
 		die "the $v tree's hmm-tests do not build"
@@ -54,7 +55,7 @@ while read -r k v; do
 done <<< "$stock"
 
 if [ "${1:-}" != stock ]; then
-	progress "building selftests"
-	make -s -C "$TOP/selftests" KSRC="$TH" KHDR="$HDR/usr/include" \
+	progress "building selftests ($GUEST_ARCH)"
+	make -s -C "$TOP/selftests" CC="$TARGET_CC" KSRC="$TH" KHDR="$HDR/usr/include" \
 		O="$USR/selftests" all || die "selftests build failed"
 fi

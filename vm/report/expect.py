@@ -14,6 +14,8 @@ which kernels the entry is for:
                     POSTING/NNNN-*.patch): the test passes with them
   lacks:FILE:SYM    every tree whose FILE has no SYM (a word): what the
                     tree's own code cannot do
+  arch:ARCH         every kernel of that architecture (vm/kernels/' arch:,
+                    x86_64 by default): what its guest or its mm cannot do
 
 Which patches a tree carries and which symbols it has is vm/patch-state.sh's
 finding, the file STAGE/patches (RUN_DIR/KERNEL/patches in a run), read by
@@ -70,6 +72,9 @@ class State:
         self.path = path
         self.patches = {}   # SERIES/POSTING/NNNN: (state, how, subject)
         self.symbols = {}   # FILE:SYM: whether the tree has it
+        # The guest's architecture; a file without the line is of an
+        # x86_64 kernel (vm/kernels/' default, and all there was before).
+        self.arch = "x86_64"
         with open(path) as f:
             for line in f:
                 if line.startswith("#") or not line.strip():
@@ -81,6 +86,8 @@ class State:
                                           w[3].strip() if len(w) > 3 else "")
                 elif w[0] in ("has", "lacks") and len(w) == 2:
                     self.symbols[w[1]] = w[0] == "has"
+                elif w[0] == "arch" and len(w) == 2:
+                    self.arch = w[1]
                 else:
                     raise ValueError("%s: cannot read '%s'"
                                      % (path, line.strip()))
@@ -124,7 +131,13 @@ class Entry:
         self.kernel = None
         self.needs = []
         self.lacks = None
-        if when.startswith("needs:"):
+        self.arch = None
+        if when.startswith("arch:"):
+            self.arch = when[len("arch:"):]
+            if self.arch not in ("x86_64", "arm64"):
+                raise ValueError("%s: arch: is arch:x86_64 or arch:arm64"
+                                 % where)
+        elif when.startswith("needs:"):
             self.needs = when[len("needs:"):].split("+")
             for n in self.needs:
                 if not PATCH.match(n):
@@ -161,6 +174,8 @@ class Entry:
             return False
         if self.lacks:
             return not state.has(self.lacks)
+        if self.arch:
+            return state.arch == self.arch
         return any(state.patch(n)[0] == "absent" for n in self.needs)
 
     def unknown(self, state):
