@@ -307,6 +307,7 @@ static const struct dmirror_cmd_op {
 	{ HMM_DMIRROR_MIGRATE_TO_DEV,	true,	dmirror_migrate_to_dev },
 	{ HMM_DMIRROR_MIGRATE_TO_SYS,	true,	dmirror_migrate_to_sys },
 	{ HMM_DMIRROR_SNAPSHOT,		true,	dmirror_snapshot },
+	{ HMM_DMIRROR_CPU_MAP,		true,	dmirror_cpu_map },
 	{ HMM_DMIRROR_EXCLUSIVE,	true,	dmirror_exclusive },
 	{ HMM_DMIRROR_CHECK_EXCLUSIVE,	true,	dmirror_check_exclusive },
 	{ HMM_DMIRROR_RELEASE,		false,	dmirror_release },

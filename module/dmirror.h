@@ -278,7 +278,8 @@ int dmirror_read_unlocked(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
 int dmirror_hmm_fault_and_lock(struct dmirror *dmirror,
 			       struct hmm_range *range, bool unlocked);
 
-/* snapshot.c: HMM_DMIRROR_SNAPSHOT */
+/* snapshot.c: HMM_DMIRROR_SNAPSHOT and HMM_DMIRROR_CPU_MAP */
 int dmirror_snapshot(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
+int dmirror_cpu_map(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd);
 
 #endif /* _DMIRROR_THP_H */

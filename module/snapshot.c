@@ -12,9 +12,17 @@
  * lock, and the bytes are computed under dmirror->mutex once the sequence is
  * known to be current, then copied to user space with no lock held.  The
  * pfn and byte buffers are allocated once per call.
+ *
+ * HMM_DMIRROR_CPU_MAP reports what the CPU's own page table holds, for what
+ * hmm_range_fault() does not say: whether a PMD or a contiguous run of PTEs
+ * (arm64's contpte) maps the page.  It reads the table as gup_fast() does,
+ * under the mmap read lock and with interrupts off, without the page table
+ * lock.
  */
 #include <linux/hmm.h>
+#include <linux/irqflags.h>
 #include <linux/mm.h>
+#include <linux/pgtable.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -157,5 +165,95 @@ int dmirror_snapshot(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
 out:
 	kvfree(perm);
 	kvfree(range.hmm_pfns);
+	return ret;
+}
+
+/* The contiguous bit of a present PTE (arm64's contpte), as a CPU_MAP flag. */
+static u8 dmirror_pte_cont(pte_t pte)
+{
+#ifdef CONFIG_ARM64_CONTPTE
+	return pte_cont(pte) ? HMM_DMIRROR_CPU_CONT : 0;
+#else
+	return 0;
+#endif
+}
+
+/*
+ * The CPU_MAP byte of @addr in @mm.  The mmap lock keeps the upper levels of
+ * the table; interrupts off keep a PTE table that a concurrent collapse or
+ * zap frees, since tables are freed after an RCU grace period or an IPI
+ * (as gup_fast() relies on).  The PMD is read once, and the PTE table is
+ * found from that copy.
+ */
+static u8 dmirror_cpu_entry(struct mm_struct *mm, unsigned long addr)
+{
+	unsigned long flags;
+	pgd_t *pgdp;
+	p4d_t *p4dp;
+	pud_t *pudp, pud;
+	pmd_t pmd;
+	pte_t pte;
+	u8 ret = 0;
+
+	mmap_assert_locked(mm);
+	pgdp = pgd_offset(mm, addr);
+	if (!pgd_present(pgdp_get(pgdp)))
+		return 0;
+	p4dp = p4d_offset(pgdp, addr);
+	if (!p4d_present(p4dp_get(p4dp)))
+		return 0;
+	pudp = pud_offset(p4dp, addr);
+	pud = pudp_get(pudp);
+	if (!pud_present(pud))
+		return 0;
+	if (pud_leaf(pud))
+		return HMM_DMIRROR_CPU_PRESENT;
+
+	local_irq_save(flags);
+	pmd = pmdp_get_lockless(pmd_offset(pudp, addr));
+	if (!pmd_present(pmd))
+		goto out;
+	if (pmd_leaf(pmd)) {
+		ret = HMM_DMIRROR_CPU_PRESENT | HMM_DMIRROR_CPU_PMD;
+		goto out;
+	}
+	pte = ptep_get_lockless(pte_offset_kernel(&pmd, addr));
+	if (pte_present(pte))
+		ret = HMM_DMIRROR_CPU_PRESENT | dmirror_pte_cont(pte);
+out:
+	local_irq_restore(flags);
+	return ret;
+}
+
+/* HMM_DMIRROR_CPU_MAP */
+int dmirror_cpu_map(struct dmirror *dmirror, struct hmm_dmirror_cmd *cmd)
+{
+	struct mm_struct *mm = dmirror->notifier.mm;
+	u8 __user *uptr = u64_to_user_ptr(cmd->ptr);
+	unsigned long i, j, n;
+	u8 buf[64];
+	int ret = 0;
+
+	if (!mmget_not_zero(mm))
+		return -ENOENT;
+	for (i = 0; i < cmd->npages; i += n) {
+		n = min_t(unsigned long, cmd->npages - i, ARRAY_SIZE(buf));
+		if (mmap_read_lock_killable(mm)) {
+			ret = -EINTR;
+			break;
+		}
+		for (j = 0; j < n; j++)
+			buf[j] = dmirror_cpu_entry(mm, cmd->addr +
+						   ((i + j) << PAGE_SHIFT));
+		mmap_read_unlock(mm);
+		/* The user buffer may fault: no lock held. */
+		if (copy_to_user(uptr + i, buf, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		cmd->cpages += n;
+		cond_resched();
+	}
+	mmput(mm);
 	return ret;
 }

@@ -130,6 +130,7 @@ const struct dm_ioc dm_iocs[DM_IOC_NR] = {
 	IOC(RELEASE, RELEASE, NONE, EFAULT),
 	IOC(FLAGS, FLAGS, NONE, EFAULT, EINVAL),
 	IOC(READ_UNLOCKED, RANGE, OUT, EFAULT, EINVAL, ENOMEM, EBUSY, EINTR),
+	IOC(CPU_MAP, RANGE, OUT, EFAULT, EINVAL, EINTR),
 	IOC(STATS, OWN, NONE, EFAULT, EINVAL),
 	IOC(STATS_RESET, OWN, NONE, 0),
 	IOC(PHASES, OWN, NONE, EFAULT, EINVAL),
@@ -245,6 +246,56 @@ long dm_snap_count(int fd, void *addr, size_t npages, uint8_t mask,
 			n++;
 	free(snap);
 	return n;
+}
+
+long dm_cpu_count(int fd, void *addr, size_t npages, uint8_t mask,
+		  uint8_t want)
+{
+	unsigned char *map;
+	struct hmm_dmirror_cmd cmd;
+	long n = 0;
+	size_t i;
+	int ret;
+
+	map = malloc(npages);
+	if (!map)
+		return -ENOMEM;
+	memset(map, 0xEE, npages);	/* no valid value, so a stale byte shows */
+	ret = dm_cmd(fd, HMM_DMIRROR_CPU_MAP, (uintptr_t)addr,
+		     (uintptr_t)map, npages, &cmd);
+	if (!ret && cmd.cpages != npages)
+		ret = -EIO;
+	for (i = 0; !ret && i < npages; i++) {
+		if (map[i] & ~(HMM_DMIRROR_CPU_PRESENT | HMM_DMIRROR_CPU_PMD |
+			       HMM_DMIRROR_CPU_CONT))
+			ret = -EIO;
+		else if ((map[i] & mask) == want)
+			n++;
+	}
+	free(map);
+	return ret ? ret : n;
+}
+
+long dm_cpu_cont(int fd, void *addr, size_t npages)
+{
+	return dm_cpu_count(fd, addr, npages, HMM_DMIRROR_CPU_CONT,
+			    HMM_DMIRROR_CPU_CONT);
+}
+
+size_t dm_cont_ptes(void)
+{
+#ifdef __aarch64__
+	/* CONT_PTES: 64 kB of 4 kB pages, 2 MB of 16 kB, 2 MB of 64 kB */
+	switch (psize()) {
+	case 4096:
+		return 16;
+	case 16384:
+		return 128;
+	case 65536:
+		return 32;
+	}
+#endif
+	return 0;
 }
 
 long dm_snap_local(int fd, void *addr, size_t npages)

@@ -115,7 +115,7 @@ struct dm_ioc {
 enum {
 	DM_IOC_READ, DM_IOC_WRITE, DM_IOC_MIGRATE_TO_DEV, DM_IOC_MIGRATE_TO_SYS,
 	DM_IOC_SNAPSHOT, DM_IOC_EXCLUSIVE, DM_IOC_CHECK_EXCLUSIVE,
-	DM_IOC_RELEASE, DM_IOC_FLAGS, DM_IOC_READ_UNLOCKED,
+	DM_IOC_RELEASE, DM_IOC_FLAGS, DM_IOC_READ_UNLOCKED, DM_IOC_CPU_MAP,
 	/* the ones above take struct hmm_dmirror_cmd */
 	DM_IOC_NR_CMD,
 	DM_IOC_STATS = DM_IOC_NR_CMD, DM_IOC_STATS_RESET, DM_IOC_PHASES,
@@ -150,6 +150,20 @@ long dm_snap_local_pmd(int fd, void *addr, size_t npages);
 long dm_snap_local_write(int fd, void *addr, size_t npages);
 
 /* ---- CPU page tables ---- */
+
+/*
+ * CPU_MAP [addr, addr + npages) and count the pages whose byte v has
+ * (v & mask) == want.  Returns the count or -errno.
+ */
+long dm_cpu_count(int fd, void *addr, size_t npages, uint8_t mask,
+		  uint8_t want);
+/* pages a PTE with the contiguous bit maps (arm64's contpte) */
+long dm_cpu_cont(int fd, void *addr, size_t npages);
+/*
+ * The pages of one contpte block: 0 where the architecture has no
+ * contiguous bit (every one but arm64).
+ */
+size_t dm_cont_ptes(void);
 
 /*
  * Count the pages of [addr, addr + npages) whose pagemap entry has

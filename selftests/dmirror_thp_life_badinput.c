@@ -15,7 +15,10 @@
 #define XP_OK	-1
 /* success, and the pages with no vma read as HMM_DMIRROR_PROT_ERROR */
 #define XP_SNAPERR	-3
-#define ALL_EINVAL { EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL }
+/* success, and the pages with no vma read as 0: nothing present (CPU_MAP) */
+#define XP_CPUNONE	-4
+#define ALL_EINVAL { EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, \
+		     [DM_IOC_CPU_MAP] = EINVAL }
 
 enum range_kind {
 	R_UNALIGNED, R_ZERO, R_TOO_MANY, R_OVERFLOW, R_UNMAPPED, R_HALF_UNMAPPED,
@@ -35,8 +38,8 @@ FIXTURE_VARIANT(badrange)
 /*
  * The expected outcome of each command, in the order of dm_iocs[]:
  * READ, WRITE, MIGRATE_TO_DEV, MIGRATE_TO_SYS, SNAPSHOT, EXCLUSIVE and
- * CHECK_EXCLUSIVE.  READ_UNLOCKED answers what READ answers (uapi/): the
- * test takes READ's column for it.
+ * CHECK_EXCLUSIVE, then CPU_MAP by name.  READ_UNLOCKED answers what READ
+ * answers (uapi/): the test takes READ's column for it.
  *
  * A malformed range: every command refuses it before looking at the mm.
  * Above TASK_SIZE (kernel_addr) is not a user range at all.
@@ -51,26 +54,37 @@ BADRANGE(kernel_addr, R_KERNEL, ALL_EINVAL);
  * No vma: READ and WRITE fault like the CPU, EFAULT.  The migrations and
  * the exclusive commands look at the vmas first: EINVAL.  SNAPSHOT, as the
  * stock hmm-tests (which must pass unchanged) expect, succeeds and reports
- * HMM_DMIRROR_PROT_ERROR for a page with no vma.
+ * HMM_DMIRROR_PROT_ERROR for a page with no vma; CPU_MAP reports nothing
+ * present.
  */
 BADRANGE(unmapped, R_UNMAPPED,
-	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL });
+	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL,
+	   [DM_IOC_CPU_MAP] = XP_CPUNONE });
 BADRANGE(null_addr, R_NULL,
-	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL });
+	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL,
+	   [DM_IOC_CPU_MAP] = XP_CPUNONE });
 BADRANGE(partly_unmapped, R_HALF_UNMAPPED,
-	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL });
+	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL,
+	   [DM_IOC_CPU_MAP] = XP_CPUNONE });
 
-/* Protections: as test_hmm, the device faults like the CPU. */
-BADRANGE(prot_none, R_PROT_NONE, { EFAULT, EFAULT, EINVAL, 0, 0, EINVAL, 0 });
-BADRANGE(read_only, R_READ_ONLY, { XP_OK, EPERM, 0, 0, XP_OK, 0, 0 });
+/*
+ * Protections: as test_hmm, the device faults like the CPU.  CPU_MAP only
+ * reads the page table, whatever maps the range.
+ */
+BADRANGE(prot_none, R_PROT_NONE, { EFAULT, EFAULT, EINVAL, 0, 0, EINVAL, 0,
+				   [DM_IOC_CPU_MAP] = XP_OK });
+BADRANGE(read_only, R_READ_ONLY, { XP_OK, EPERM, 0, 0, XP_OK, 0, 0,
+				   [DM_IOC_CPU_MAP] = XP_OK });
 
 /* Not private anonymous memory: it cannot move to the device. */
 BADRANGE(memfd_shared, R_MEMFD_SHARED,
-	 { XP_OK, 0, EINVAL, 0, XP_OK, EINVAL, 0 });
-BADRANGE(memfd_private, R_MEMFD_PRIVATE, { XP_OK, 0, EINVAL, 0, 0, 0, 0 });
+	 { XP_OK, 0, EINVAL, 0, XP_OK, EINVAL, 0, [DM_IOC_CPU_MAP] = XP_OK });
+BADRANGE(memfd_private, R_MEMFD_PRIVATE, { XP_OK, 0, EINVAL, 0, 0, 0, 0,
+					   [DM_IOC_CPU_MAP] = XP_OK });
 BADRANGE(anon_shared, R_ANON_SHARED,
-	 { XP_OK, XP_OK, EINVAL, 0, XP_OK, EINVAL, 0 });
-BADRANGE(hugetlb, R_HUGETLB, { 0, 0, EINVAL, 0, 0, EINVAL, 0 });
+	 { XP_OK, XP_OK, EINVAL, 0, XP_OK, EINVAL, 0, [DM_IOC_CPU_MAP] = XP_OK });
+BADRANGE(hugetlb, R_HUGETLB, { 0, 0, EINVAL, 0, 0, EINVAL, 0,
+			       [DM_IOC_CPU_MAP] = XP_OK });
 
 TEST_F_TIMEOUT(badrange, bad_range, 60)
 {
@@ -125,7 +139,7 @@ TEST_F_TIMEOUT(badrange, bad_range, 60)
 		npages = 1;
 		break;
 	case R_KERNEL:
-		addr = 0xffff888000000000ULL;	/* x86_64 direct map */
+		addr = 0xffff888000000000ULL;	/* kernel space on x86_64 and arm64 */
 		npages = 1;
 		break;
 	case R_MEMFD_SHARED:
@@ -190,6 +204,14 @@ TEST_F_TIMEOUT(badrange, bad_range, 60)
 			/* the mapped page (it may have been migrated above) */
 			if (first && !ret)
 				EXPECT_NE(HMM_DMIRROR_PROT_ERROR, m[0]);
+		} else if (want == XP_CPUNONE) {
+			const unsigned char *m = (const unsigned char *)mirror;
+			uint64_t i, first = variant->kind == R_HALF_UNMAPPED;
+
+			EXPECT_EQ(0, ret) TH_LOG("%s: %s", ioc->name, strerror(-ret));
+			for (i = first; !ret && i < npages; i++)
+				EXPECT_EQ(0, m[i]) TH_LOG("page %llu",
+							  (unsigned long long)i);
 		} else {
 			EXPECT_EQ(-want, ret)
 				TH_LOG("%s: want %s, got %s", ioc->name,

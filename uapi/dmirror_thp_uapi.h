@@ -8,8 +8,8 @@
  * (/dev/hmm_dmirror0 and /dev/hmm_dmirror1, both device-private), so the
  * stock hmm-tests of both kernels run against it unchanged.  On top of that
  * it adds per-device statistics (0x40, 0x41), the time spent in each phase
- * of the migration paths (0x42), an in-kernel copy benchmark (0x43) and
- * per-order statistics (0x44).
+ * of the migration paths (0x42), an in-kernel copy benchmark (0x43),
+ * per-order statistics (0x44) and what the CPU's page table maps (0x45).
  *
  * Where it answers differently from 7.3's test_hmm, it is stricter, and no
  * stock test depends on the difference:
@@ -334,5 +334,25 @@ struct dmirror_thp_order_stats {
  * DMIRROR_THP_ORDER_STATS_VERSION or @size is smaller than the struct.
  */
 #define HMM_DMIRROR_ORDER_STATS		_IOWR('H', 0x44, struct dmirror_thp_order_stats)
+
+/*
+ * HMM_DMIRROR_CPU_MAP: write one byte per page to @ptr, the HMM_DMIRROR_CPU_*
+ * flags of what the CPU's page table maps there (0: nothing present: none,
+ * swap, migration or device-private entries).  Nothing is faulted in, and
+ * the table is read without its lock, as gup_fast() reads it: a snapshot,
+ * like SNAPSHOT's.  cpages: pages reported.  It is a witness the driver
+ * does not write of how the kernel mapped a folio back to system memory:
+ * on arm64, a naturally aligned block of 16 PTEs (64 kB with 4 kB pages)
+ * that map one large folio carries the contiguous bit (contpte), which no
+ * other architecture reports.  Errnos: the common ones of a range, and
+ * EINTR for a fatal signal while waiting for the mmap lock.
+ */
+#define HMM_DMIRROR_CPU_MAP		_IOWR('H', 0x45, struct hmm_dmirror_cmd)
+
+enum {
+	HMM_DMIRROR_CPU_PRESENT		= 0x01,	/* a present PTE or PMD */
+	HMM_DMIRROR_CPU_PMD		= 0x02,	/* mapped by a PMD */
+	HMM_DMIRROR_CPU_CONT		= 0x04,	/* a PTE with the contiguous bit */
+};
 
 #endif /* _UAPI_DMIRROR_THP_H */
