@@ -12,6 +12,8 @@
  *     bits (pm_count_folios()), anon_fault_alloc of the size;
  *   - device side: pagemap (device-private entries), SNAPSHOT;
  *   - no split: the size's stats/split and /proc/vmstat's thp_split_*;
+ *   - back whole: on arm64, the contiguous bit of every PTE of a folio of
+ *     64 kB or more (CPU_MAP);
  * and the device's per-order counters (HMM_DMIRROR_ORDER_STATS).
  *
  * round_trip, one body over a matrix: order x fail_alloc (none, to the
@@ -127,6 +129,8 @@ TEST_F_TIMEOUT(mthp, round_trip, 180)
 	ASSERT_EQ(split_back, st.split_callback);
 	ASSERT_ON_SYS(c, 0, b->ptr, np);
 	ASSERT_EQ((long)whole_back, pm_count_folios(b->ptr, np, nr));
+	if (order != DM_PMD_ORDER)
+		ASSERT_CONT(c, 0, b->ptr, np, nr, whole_back);
 	/* A fault that brought a folio back whole allocated one of its size. */
 	ASSERT_EQ(variant->way == WAY_FAULT ? (long)whole_back : 0,
 		  n1.fault_alloc - n0.fault_alloc);

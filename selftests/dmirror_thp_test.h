@@ -251,6 +251,16 @@ static inline int dm_run_child(int (*fn)(void *), void *arg, int timeout_s)
 } while (0)
 
 /*
+ * Where the CPU maps a naturally aligned block of PTEs of one folio as one
+ * TLB entry (arm64's contpte: 16 PTEs of 4 kB), every page of the @whole
+ * PTE-mapped folios of @nr pages in [addr, addr + npages pages) is so
+ * mapped (CPU_MAP), if @nr is at least a block and the folios start at
+ * @addr, aligned (mremap may move them to an unaligned address); no other
+ * page of the range is.  Elsewhere no page is.
+ */
+#define ASSERT_CONT(c, dev, addr, npages, nr, whole) do {			size_t __cont = dm_cont_ptes();						bool __on = __cont && (nr) >= __cont &&						    !((uintptr_t)(addr) % (__cont * DM_PAGE_SIZE));											ASSERT_EQ(__on ? (long)((whole) * (nr)) : 0,					  dm_cpu_cont((c)->fd[dev], (addr), (npages)));		} while (0)
+
+/*
  * /proc/vmstat's THP split counters: the kernel's own witness that a move
  * was whole (neither moved) or that a split was forced (one of them did).
  */

@@ -19,8 +19,8 @@
  * PMD maps the folio, and whether the operation covers it whole.  It checks
  * the data byte for byte, and proves each folio's fate with witnesses the
  * driver does not write: pagemap and kpageflags (which folios are whole),
- * the size's stats/split, and SNAPSHOT's PMD bit beside the device's
- * per-order counters.  The fixture's teardown asserts that the pools
+ * the size's stats/split, SNAPSHOT's PMD bit and, on arm64, the contiguous
+ * bit of the CPU's PTEs (CPU_MAP) beside the device's per-order counters.  The fixture's teardown asserts that the pools
  * balance.
  */
 #define _GNU_SOURCE
@@ -73,6 +73,8 @@ static struct geo geo_of(const struct dm_folio_ctx *f)
  * the order and @base pages, every page of [addr, addr + np pages) present
  * and off the device, the folios whole in pagemap and kpageflags, and the
  * size's stats/split @nsplit more than in @n0.
+ * An mTHP that came back whole is contpte-mapped again where the CPU has
+ * the contiguous bit (ASSERT_CONT).
  */
 static void assert_back(struct __test_metadata *_metadata,
 			struct dm_folio_ctx *f, char *addr, size_t np,
@@ -87,6 +89,8 @@ static void assert_back(struct __test_metadata *_metadata,
 	ASSERT_ON_SYS(&f->c, 0, addr, np);
 	ASSERT_EQ((long)whole, pm_count_folios(addr, np, f->nr));
 	ASSERT_EQ(n0.split + nsplit, dm_size_count(f->order).split);
+	if (f->order != DM_PMD_ORDER)
+		ASSERT_CONT(&f->c, 0, addr, np, f->nr, whole);
 }
 
 /* Nothing of the device's memory is resident any more. */
