@@ -73,7 +73,7 @@ static uint64_t fuzz_addr(const struct fuzz_maps *m, unsigned int i)
 		(uintptr_t)m->file, (uintptr_t)m->shared,
 		(uintptr_t)(m->huge ? m->huge : m->thp), (uintptr_t)m->vdso,
 		(uintptr_t)m->hole, (uintptr_t)m->straddle, 0,
-		0xffff888000000000ULL, (1ULL << 47) - DM_PAGE_SIZE,
+		0xffff888000000000ULL, dm_user_top() - DM_PAGE_SIZE,
 	};
 	const unsigned int n = sizeof(a) / sizeof(a[0]);
 
@@ -191,7 +191,7 @@ static int decided_errno(const struct dm_ioc *fc, uint64_t addr,
 	if (foreign || addr % DM_PAGE_SIZE || !npages ||
 	    npages > DMIRROR_THP_MAX_PAGES ||
 	    __builtin_add_overflow(addr, npages * DM_PAGE_SIZE, &end) ||
-	    end > (1ULL << 47))
+	    end > dm_user_top())
 		return EINVAL;
 	return 0;
 }

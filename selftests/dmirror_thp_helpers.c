@@ -298,6 +298,15 @@ size_t dm_cont_ptes(void)
 	return 0;
 }
 
+uint64_t dm_user_top(void)
+{
+#ifdef __aarch64__
+	return 1ULL << 48;
+#else
+	return (1ULL << 47) - DM_PAGE_SIZE;
+#endif
+}
+
 long dm_snap_local(int fd, void *addr, size_t npages)
 {
 	return dm_snap_count(fd, addr, npages, DM_SNAP_TYPE_MASK,

@@ -164,6 +164,12 @@ long dm_cpu_cont(int fd, void *addr, size_t npages);
  * contiguous bit (every one but arm64).
  */
 size_t dm_cont_ptes(void);
+/*
+ * The end of the user address space, the kernel's TASK_SIZE, in the
+ * guests' configurations: x86_64 with 4-level paging (47 bits, less a
+ * page), arm64 with 48-bit addresses.
+ */
+uint64_t dm_user_top(void);
 
 /*
  * Count the pages of [addr, addr + npages) whose pagemap entry has
