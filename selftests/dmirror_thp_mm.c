@@ -161,8 +161,12 @@ static bool have_feature(unsigned int need, const char **why)
 		*why = "no KSM";
 		return false;
 	}
-	if ((need & NEED_SOFT_DIRTY) && dm_run("echo 4 > /proc/self/clear_refs")) {
-		*why = "no soft-dirty tracking (CONFIG_MEM_SOFT_DIRTY)";
+	/*
+	 * clear_refs takes "4" whether or not the kernel tracks soft-dirty;
+	 * a new vma marked soft-dirty (smaps' "sd") says that it does.
+	 */
+	if ((need & NEED_SOFT_DIRTY) && !softdirty_supported()) {
+		*why = "no soft-dirty tracking (CONFIG_MEM_SOFT_DIRTY; arm64 has none)";
 		return false;
 	}
 	if ((need & NEED_SPLIT_DBG) &&
