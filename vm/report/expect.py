@@ -16,6 +16,9 @@ which kernels the entry is for:
                     tree's own code cannot do
   arch:ARCH         every kernel of that architecture (vm/kernels/' arch:,
                     x86_64 by default): what its guest or its mm cannot do
+  C1,C2             needs:, lacks: and arch: joined by commas: the kernels
+                    for which each holds (needs:P,arch:x86_64: a bug of P's
+                    that shows on x86 only)
 
 Which patches a tree carries and which symbols it has is vm/patch-state.sh's
 finding, the file STAGE/patches (RUN_DIR/KERNEL/patches in a run), read by
@@ -132,23 +135,36 @@ class Entry:
         self.needs = []
         self.lacks = None
         self.arch = None
-        if when.startswith("arch:"):
-            self.arch = when[len("arch:"):]
-            if self.arch not in ("x86_64", "arm64"):
-                raise ValueError("%s: arch: is arch:x86_64 or arch:arm64"
-                                 % where)
-        elif when.startswith("needs:"):
-            self.needs = when[len("needs:"):].split("+")
-            for n in self.needs:
-                if not PATCH.match(n):
-                    raise ValueError("%s: needs: names SERIES/POSTING/NNNN,"
-                                     " not '%s'" % (where, n))
-        elif when.startswith("lacks:"):
-            self.lacks = when[len("lacks:"):]
-            if self.lacks.count(":") != 1:
-                raise ValueError("%s: lacks: is lacks:FILE:SYMBOL" % where)
-        else:
-            self.kernel = when
+        # Conditions joined by "," must all hold (needs:P,arch:x86_64).
+        for cond in when.split(","):
+            if cond.startswith("arch:"):
+                if self.arch:
+                    raise ValueError("%s: arch: given twice" % where)
+                self.arch = cond[len("arch:"):]
+                if self.arch not in ("x86_64", "arm64"):
+                    raise ValueError("%s: arch: is arch:x86_64 or"
+                                     " arch:arm64" % where)
+            elif cond.startswith("needs:"):
+                if self.needs:
+                    raise ValueError("%s: needs: given twice" % where)
+                self.needs = cond[len("needs:"):].split("+")
+                for n in self.needs:
+                    if not PATCH.match(n):
+                        raise ValueError("%s: needs: names"
+                                         " SERIES/POSTING/NNNN, not '%s'"
+                                         % (where, n))
+            elif cond.startswith("lacks:"):
+                if self.lacks:
+                    raise ValueError("%s: lacks: given twice" % where)
+                self.lacks = cond[len("lacks:"):]
+                if self.lacks.count(":") != 1:
+                    raise ValueError("%s: lacks: is lacks:FILE:SYMBOL"
+                                     % where)
+            elif self.kernel is None and "," not in when:
+                self.kernel = cond
+            else:
+                raise ValueError("%s: a kernel's name is a WHEN of its own,"
+                                 " not '%s'" % (where, cond))
         self.suite = suite
         self.test = test
         self.reason = reason
@@ -172,11 +188,13 @@ class Entry:
             # No state (a run whose kernel never booted, which fails
             # anyway): nothing by patch applies.
             return False
-        if self.lacks:
-            return not state.has(self.lacks)
-        if self.arch:
-            return state.arch == self.arch
-        return any(state.patch(n)[0] == "absent" for n in self.needs)
+        if self.lacks and state.has(self.lacks):
+            return False
+        if self.arch and state.arch != self.arch:
+            return False
+        if self.needs:
+            return any(state.patch(n)[0] == "absent" for n in self.needs)
+        return True
 
     def unknown(self, state):
         """The patches it needs whose state in the tree is unknown."""
