@@ -97,7 +97,7 @@ class Group:
         self.name = name
         self.tests = []
         self.plan = None              # a TAP suite's "1..N", once seen
-        self.nested = []              # (program, test, "ok"|"not ok"|"skip")
+        self.nested = []              # (program, test, "ok"|"xfail"|"not ok"|"skip")
         self.program = ""             # the runner's program of the moment
 
 
@@ -237,9 +237,14 @@ def read_boot(path, kernel, entries, suites, steps, out_dir):
             m = NESTED_RESULT.match(line)
             d = DIRECTIVE.search(m.group(2))
             name = m.group(2)[:d.start()].strip() if d else m.group(2).strip()
-            skip = d and d.group(1).upper() == "SKIP"
+            kind = d.group(1).upper() if d else ""
+            # kselftest's "ok N # XFAIL name" puts the name after the
+            # directive.
+            if d and not name:
+                name = d.group(2).strip()
             suite.nested.append((suite.program, name,
-                                 "skip" if skip else m.group(1)))
+                                 {"SKIP": "skip", "XFAIL": "xfail"}.get(
+                                     kind, m.group(1))))
         elif suite:
             m = TAP_RESULT.match(line)
             if not m:
