@@ -75,7 +75,9 @@ if [ "$image" = mm ]; then
 	cp "$BASH" "$R/bin/bash"
 	# ... and test_vmalloc.sh calls getconf, which busybox lacks.
 	cp "$TOP/vm/guest/getconf" "$R/bin/getconf"
-	mm=$("$TOP/vm/mm-selftests.sh" | tee /dev/stderr | tail -n 1
+	# Its progress to our stderr through a pipe: tee opening /dev/stderr
+	# would truncate a log file that stderr is redirected to.
+	mm=$("$TOP/vm/mm-selftests.sh" | tee >(cat >&2) | tail -n 1
 		exit "${PIPESTATUS[0]}") || die "no mm selftests for $KERNEL"
 	cp -a "$mm" "$R/mm"
 	rm -f "$R/mm"/*.o
