@@ -223,24 +223,43 @@ void dm_stats_print(const char *tag, const struct dmirror_thp_stats *st)
 	fprintf(stderr, "\n");
 }
 
+/*
+ * The byte per page that @request (SNAPSHOT, CPU_MAP) writes for
+ * [addr, addr + npages pages), in a buffer the caller frees; NULL with
+ * -errno in *err.  @cmd gets the command's answer.
+ */
+static unsigned char *dm_range_bytes(int fd, unsigned long request,
+				     void *addr, size_t npages,
+				     struct hmm_dmirror_cmd *cmd, int *err)
+{
+	unsigned char *bytes = malloc(npages);
+
+	if (!bytes) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	memset(bytes, 0xEE, npages);	/* no valid value, so a stale byte shows */
+	*err = dm_cmd(fd, request, (uintptr_t)addr, (uintptr_t)bytes, npages,
+		      cmd);
+	if (*err) {
+		free(bytes);
+		return NULL;
+	}
+	return bytes;
+}
+
 long dm_snap_count(int fd, void *addr, size_t npages, uint8_t mask,
 		   uint8_t want)
 {
+	struct hmm_dmirror_cmd cmd;
 	unsigned char *snap;
 	long n = 0;
 	size_t i;
 	int ret;
 
-	snap = malloc(npages);
+	snap = dm_range_bytes(fd, HMM_DMIRROR_SNAPSHOT, addr, npages, &cmd, &ret);
 	if (!snap)
-		return -ENOMEM;
-	memset(snap, 0xEE, npages);	/* no valid value, so a stale byte shows */
-	ret = dm_cmd(fd, HMM_DMIRROR_SNAPSHOT, (uintptr_t)addr,
-		     (uintptr_t)snap, npages, NULL);
-	if (ret) {
-		free(snap);
 		return ret;
-	}
 	for (i = 0; i < npages; i++)
 		if (snap[i] != HMM_DMIRROR_PROT_ERROR && (snap[i] & mask) == want)
 			n++;
@@ -251,19 +270,16 @@ long dm_snap_count(int fd, void *addr, size_t npages, uint8_t mask,
 long dm_cpu_count(int fd, void *addr, size_t npages, uint8_t mask,
 		  uint8_t want)
 {
-	unsigned char *map;
 	struct hmm_dmirror_cmd cmd;
+	unsigned char *map;
 	long n = 0;
 	size_t i;
 	int ret;
 
-	map = malloc(npages);
+	map = dm_range_bytes(fd, HMM_DMIRROR_CPU_MAP, addr, npages, &cmd, &ret);
 	if (!map)
-		return -ENOMEM;
-	memset(map, 0xEE, npages);	/* no valid value, so a stale byte shows */
-	ret = dm_cmd(fd, HMM_DMIRROR_CPU_MAP, (uintptr_t)addr,
-		     (uintptr_t)map, npages, &cmd);
-	if (!ret && cmd.cpages != npages)
+		return ret;
+	if (cmd.cpages != npages)
 		ret = -EIO;
 	for (i = 0; !ret && i < npages; i++) {
 		if (map[i] & ~(HMM_DMIRROR_CPU_PRESENT | HMM_DMIRROR_CPU_PMD |
