@@ -375,7 +375,8 @@ static void op_mlock(struct __test_metadata *_metadata, struct mm_ctx *m)
 
 /*
  * PROT_NONE: the device cannot read the range either; back to RW, the
- * entries stay on the device, read-only (a write fault restores write).
+ * entries stay on the device, writable again, as present PTEs of
+ * exclusive anonymous pages would be.
  */
 static void op_mprotect_none(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
@@ -933,7 +934,7 @@ MMOP(ksm, NEED_KSM, DEV_WHOLE, 0)
 MMOP(dontfork, 0, DEV_WHOLE, 0)
 MMOP(wipeonfork, 0, DEV_WHOLE, 0)
 MMOP(mlock, 0, SYS_WHOLE, 0)
-MMOP(mprotect_none, 0, DEV_WHOLE_RO, 0)
+MMOP(mprotect_none, 0, DEV_WHOLE, 0)
 MMOP(mprotect_part, 0, DEV_SPLIT, 2)
 
 /* Reports: they read the entries and change nothing. */

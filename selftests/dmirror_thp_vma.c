@@ -188,7 +188,9 @@ static bool write_segfaults(volatile char *p)
  * Make all of the buffer (@part: the middle half of the first folio)
  * read-only while it sits on the device: it stays there, read-only to the
  * device too, and a CPU write to it faults without moving anything.  Then
- * read it back (@write: make it writable again, and write it):
+ * read it back (@write: make it writable again, to the device too, which
+ * writes it in place; then read it and write it from the CPU, which takes
+ * no write fault: pgreuse, and on arm64 the contpte bits, see it):
  *   - all of it read-only: every folio comes back whole, PMD-mapped for
  *     the PMD order;
  *   - part, made writable again: the vmas merge, the first folio is covered
@@ -233,9 +235,20 @@ static void mprotect_op(struct __test_metadata *_metadata,
 
 	n0 = dm_size_count(f->order);
 	if (write) {
+		long reuse;
+
 		ASSERT_EQ(0, mprotect(p + off, len, RW));
-		dm_fill(p, BUF_SIZE, SEED + 1);
+		ASSERT_EQ((long)g.np, dm_snap_local_write(fd, p, g.np));
+		dm_fill(b->mirror, BUF_SIZE, SEED + 1);
+		ASSERT_EQ(0, dm_write(fd, p, g.np, b->mirror, &cmd));
+		ASSERT_EQ((long)g.np, dm_snap_local_write(fd, p, g.np));
+		ASSERT_EQ(0, cpu_faults(f));
 		ASSERT_DATA(p, BUF_SIZE, SEED + 1);
+		reuse = vmstat_get("pgreuse");
+		ASSERT_LE(0, reuse) TH_LOG("no pgreuse in /proc/vmstat");
+		dm_fill(p, BUF_SIZE, SEED + 2);
+		ASSERT_EQ(reuse, vmstat_get("pgreuse"));
+		ASSERT_DATA(p, BUF_SIZE, SEED + 2);
 	} else {
 		ASSERT_EQ(-1, dm_verify_at(p + off, off, len, SEED));
 		ASSERT_DATA(p, BUF_SIZE, SEED);
