@@ -681,7 +681,8 @@ static void op_uffd_move(struct __test_metadata *_metadata, struct mm_ctx *m)
 
 /*
  * uffd-wp on the device PMDs, then mprotect read-only and back: the
- * write-protect bit must survive both, and clear when resolved.
+ * write-protect bit must survive both, the entries stay read-only to the
+ * device, and the bit clears when resolved.
  */
 static void op_uffd_wp_mprotect(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
@@ -700,6 +701,7 @@ static void op_uffd_wp_mprotect(struct __test_metadata *_metadata, struct mm_ctx
 	ASSERT_EQ(0, mprotect(m->b->ptr, SIZE, PROT_READ));
 	ASSERT_EQ(0, mprotect(m->b->ptr, SIZE, RW));
 	ASSERT_EQ(NPAGES, pm_count(m->b->ptr, NPAGES, PM_UFFD_WP, PM_UFFD_WP));
+	ASSERT_EQ(0, dm_snap_local_write(m->c->fd[0], m->b->ptr, NPAGES));
 	wp.mode = 0;
 	ASSERT_EQ(0, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp));
 	ASSERT_EQ(0, pm_count(m->b->ptr, NPAGES, PM_UFFD_WP, PM_UFFD_WP));
@@ -730,7 +732,8 @@ static long pm_scan_written(int pm, void *addr, struct page_region *r, int nr)
 
 /*
  * Async uffd-wp dirty tracking: the first scan finds the range written and
- * write-protects it; nothing wrote since, so the second finds nothing.
+ * write-protects it, read-only to the device too; nothing wrote since, so
+ * the second finds nothing.
  */
 static void op_pagemap_scan(struct __test_metadata *_metadata, struct mm_ctx *m)
 {
@@ -751,6 +754,7 @@ static void op_pagemap_scan(struct __test_metadata *_metadata, struct mm_ctx *m)
 	ASSERT_EQ(NPAGES, pm_scan_written(pm, m->b->ptr, r, 16));
 	ASSERT_EQ(0, pm_scan_written(pm, m->b->ptr, r, 16));
 	ASSERT_EQ(NPAGES, pm_count(m->b->ptr, NPAGES, PM_UFFD_WP, PM_UFFD_WP));
+	ASSERT_EQ(0, dm_snap_local_write(m->c->fd[0], m->b->ptr, NPAGES));
 	close(pm);
 	close(uffd);
 }
@@ -956,11 +960,13 @@ MMOP(numa_balancing, NEED_NUMA_BAL | NEED_NODE1, DEV_WHOLE, 0)
 MMOP(uffd_move, NEED_UFFD, DEV_WHOLE, 0)
 
 /*
- * Write-protection trackers: the entries stay, read-only; clear_refs then
- * writes from the CPU, which brings the folios back whole.
+ * Write-protection trackers: the entries stay, read-only while tracked and
+ * writable again once uffd-wp is resolved or its file closed, as present
+ * PTEs would be; clear_refs then writes from the CPU, which brings the
+ * folios back whole.
  */
-MMOP(uffd_wp_mprotect, NEED_UFFD_WP, DEV_WHOLE_RO, 0)
-MMOP(pagemap_scan, NEED_UFFD_WP, DEV_WHOLE_RO, 0)
+MMOP(uffd_wp_mprotect, NEED_UFFD_WP, DEV_WHOLE, 0)
+MMOP(pagemap_scan, NEED_UFFD_WP, DEV_WHOLE, 0)
 MMOP(clear_refs, NEED_SOFT_DIRTY, SYS_WHOLE, 0)
 MMOP(mremap_soft_dirty, NEED_SOFT_DIRTY, DEV_WHOLE_RO, 0)
 
