@@ -303,6 +303,16 @@ def ran_alone(results, kernel, entries, kdir):
     return [t for g in suites for t in g.tests]
 
 
+def read_boots(kdir):
+    """A kernel folder's boots: [NAME, KIND, QEMU_RC, (SUITE, TEST)] each,
+    [] if it has none."""
+    try:
+        with open(os.path.join(kdir, "boots")) as f:
+            return [l.split() for l in f if l.strip()]
+    except OSError:
+        return []
+
+
 def read_kernel(run, kernel, entries, splats):
     """The groups of one kernel: suites, steps, crash boots, console."""
     kdir = os.path.join(run, kernel)
@@ -310,11 +320,7 @@ def read_kernel(run, kernel, entries, splats):
     suites, steps, crashes = [], Group("steps"), Group("crash boots")
     isolated = Group("isolated boots")
     reports = []
-    try:
-        with open(os.path.join(kdir, "boots")) as f:
-            boots = [l.split() for l in f if l.strip()]
-    except OSError:
-        boots = []
+    boots = read_boots(kdir)
     if not boots:
         steps.tests.append(Test("guest: no boot ran (see the build's error)", "fail"))
     for b in boots:
