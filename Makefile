@@ -110,9 +110,10 @@ migrate-bench: initramfs ## ordinary memory: mbind() moves of 4 kB to 1 MB folio
 
 # The kernel's own mm selftests (run_vmtests.sh), the same binaries on
 # upstream's code and on the series, then their difference test by test
-# (vm/report/mm_report.py).  MM_CATEGORIES: run_vmtests.sh's categories,
-# by default those the series touches.  make check runs the plan too, on
-# the kernels whose file says mm-selftests: yes, without thp (see
+# (vm/report/mm_report.py).  MM_CATEGORIES: run_vmtests.sh's categories
+# (CATEGORY:PROGRAM for one program of one), by default those the series
+# touches.  make check runs the plan too, on the kernels whose file says
+# mm-selftests: yes, of thp only split_huge_page_test (see
 # vm/guest/plans/mm).
 MM_CATEGORIES ?= migration rmap cow thp ksm pagemap soft_dirty mremap userfaultfd hmm
 mm-selftests: KERNELS = $(MIGRATE_KERNELS)
