@@ -44,6 +44,17 @@ def lines(path):
         return []
 
 
+def report(out, script, name):
+    """Run vm/report/SCRIPT on OUT into OUT/NAME, print its last line;
+    return its exit status."""
+    path = os.path.join(out, name)
+    with open(path, "w") as f:
+        rc = subprocess.call([sys.executable, os.path.join(HERE, script), out],
+                             stdout=f)
+    print("%s: %s" % (name, (lines(path) or ["(empty)"])[-1].strip()))
+    return rc
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: merge_runs.py OUT RUN_DIR...")
@@ -97,16 +108,8 @@ def main():
                         shutil.copy(src, os.path.join(
                             kout, "%s-%s.log" % (kind, name)))
                 f.write(" ".join([name] + b[1:]) + "\n")
-    st = 0
-    for script, report in (("results.py", "summary.txt"),
-                           ("mm_report.py", "mm-compare.txt")):
-        with open(os.path.join(out, report), "w") as f:
-            rc = subprocess.call([sys.executable, os.path.join(HERE, script),
-                                  out], stdout=f)
-        if script == "results.py":
-            st = rc
-        print("%s: %s" % (report, (lines(os.path.join(out, report)) or
-                                   ["(empty)"])[-1].strip()))
+    st = report(out, "results.py", "summary.txt")
+    report(out, "mm_report.py", "mm-compare.txt")
     return st
 
 
