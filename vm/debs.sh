@@ -7,8 +7,9 @@
 # vm/apt.sh): the system's apt configuration is left alone (no
 # dpkg --add-architecture).
 #
-# debs.sh ARCH PACKAGE...   prints the folder PACKAGE is unpacked in, one
-#                           line each, in order
+# debs.sh ARCH PACKAGE...   prints the folder each PACKAGE is unpacked in,
+#                           one line each, in order, and nothing else
+#                           (progress goes to stderr)
 set -eu
 . "$(dirname "$0")/lib.sh"
 need apt-get apt-cache dpkg-deb

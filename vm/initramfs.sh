@@ -22,6 +22,7 @@ if [ -z "$CROSS" ]; then
 else
 	debs=$("$TOP/vm/debs.sh" "$GUEST_ARCH" busybox-static bash-static) ||
 		die "no busybox and bash for $GUEST_ARCH"
+	debs=$(folders vm/debs.sh <<< "$debs")
 	BUSYBOX=$(echo "$debs" | sed -n 1p)/bin/busybox
 	BASH=$(echo "$debs" | sed -n 2p)/bin/bash-static
 fi
@@ -75,10 +76,8 @@ if [ "$image" = mm ]; then
 	cp "$BASH" "$R/bin/bash"
 	# ... and test_vmalloc.sh calls getconf, which busybox lacks.
 	cp "$TOP/vm/guest/getconf" "$R/bin/getconf"
-	# Its progress to our stderr through a pipe: tee opening /dev/stderr
-	# would truncate a log file that stderr is redirected to.
-	mm=$("$TOP/vm/mm-selftests.sh" | tee >(cat >&2) | tail -n 1
-		exit "${PIPESTATUS[0]}") || die "no mm selftests for $KERNEL"
+	mm=$("$TOP/vm/mm-selftests.sh") || die "no mm selftests for $KERNEL"
+	mm=$(folders vm/mm-selftests.sh <<< "$mm")
 	cp -a "$mm" "$R/mm"
 	rm -f "$R/mm"/*.o
 	# test_hmm.sh, test_vmalloc.sh and test_page_frag.sh load their

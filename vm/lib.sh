@@ -30,10 +30,28 @@ die()
 	exit 1
 }
 
-# progress MESSAGE: a progress line with the seconds since the script started.
+# progress MESSAGE: a progress line with the seconds since the script
+# started, on stderr: a script's stdout is data (the folders of debs.sh,
+# the names of kernels.sh, ...) that another script may capture.
 progress()
 {
-	printf '[%4ss] %s\n' "$(($(date +%s) - _t0))" "$*"
+	printf '[%4ss] %s\n' "$(($(date +%s) - _t0))" "$*" >&2
+}
+
+# folders WHAT < LINES: LINES, a captured script's stdout, checked to be
+# folders that exist and nothing else; a stray line stops the run here,
+# naming the script, not a step later with an error about a path.
+folders()
+{
+	local line n=0
+
+	while IFS= read -r line; do
+		n=$((n + 1))
+		[ -d "$line" ] ||
+			die "$1 printed '$line' where a folder was expected (stdout carries data only)"
+		echo "$line"
+	done
+	[ "$n" -gt 0 ] || die "$1 printed no folder"
 }
 
 need()

@@ -10,7 +10,7 @@
 # the tree's top) are copied into the cache and built there, against the
 # tree's uapi headers installed in the cache.
 #
-# mm-selftests.sh   prints the folder of the binaries on its last line
+# mm-selftests.sh   prints the folder of the binaries, and nothing else
 set -eu
 . "$(dirname "$0")/lib.sh"
 need "$TARGET_CC" make rsync readelf
@@ -61,7 +61,9 @@ dynamic()
 # architecture: Debian's -dev packages, unpacked in the cache (vm/debs.sh).
 cflags=-static ldflags=-static
 if [ -n "$CROSS" ]; then
-	for d in $("$TOP/vm/debs.sh" "$GUEST_ARCH" libcap-dev libnuma-dev); do
+	debs=$("$TOP/vm/debs.sh" "$GUEST_ARCH" libcap-dev libnuma-dev) ||
+		die "no libcap and libnuma for $GUEST_ARCH"
+	for d in $(folders vm/debs.sh <<< "$debs"); do
 		cflags="$cflags -isystem $d/usr/include"
 		ldflags="$ldflags -L$(echo "$d"/usr/lib/*-linux-gnu)"
 	done

@@ -4,6 +4,8 @@
 # into the cache, with bash, gdb, strace, perf and drgn.  The guest mounts it as
 # its root over 9p; the stage's modules, tests and plans are copied to
 # /opt/dmirror-thp before each boot.
+#
+# rootfs.sh   prints the root filesystem's folder, and nothing else
 set -eu
 . "$(dirname "$0")/lib.sh"
 

@@ -114,7 +114,8 @@ if [ "$PLAN" = --shell ]; then
 	if [ "${ROOTFS:-initramfs}" = debian ]; then
 		[ "$GUEST_ARCH" = x86_64 ] ||
 			die "ROOTFS=debian is an x86_64 root filesystem (vm/rootfs.sh); $KERNEL is $GUEST_ARCH"
-		rootfs=$("$TOP/vm/rootfs.sh" | tail -n 1)
+		rootfs=$("$TOP/vm/rootfs.sh") || exit 1
+		rootfs=$(folders vm/rootfs.sh <<< "$rootfs")
 		qemu_cmd "$accel" --no-initrd
 		qemu_serials mon:stdio null
 		# The build folder too, read-only at /kbuild: drgn reads vmlinux.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # The selected kernel's Debian source (vm/kernels/$KERNEL's source:): print
-# "VERSION TARBALL" on the last line, fetching it first if need be.
+# "VERSION TARBALL", and nothing else, fetching it first if need be.
 #
 #   debian PACKAGE        from the system's own apt sources, installed by
 #                         vm/deps.sh: /usr/src/PACKAGE.tar.xz

@@ -77,8 +77,10 @@ if user_tree; then
 	ver="$commit${dirty:++$dirty}"
 fi
 if [ "$SOURCE_KIND" = debian ]; then
-	read -r ver tarball < <(KERNEL=$KERNEL "$TOP/vm/source.sh" | tail -n 1)
-	[ -n "${tarball:-}" ] || die "no $SOURCE_PACKAGE"
+	src=$(KERNEL=$KERNEL "$TOP/vm/source.sh") || exit 1
+	read -r ver tarball extra <<< "$src"
+	[ -f "$tarball" ] && [ -z "$extra" ] && [ "$(echo "$src" | wc -l)" = 1 ] ||
+		die "vm/source.sh printed '$src' where 'VERSION TARBALL' was expected"
 fi
 if [ -n "$PATCHES" ]; then
 	[ -f "$PATCHES/BASE" ] || die "no $PATCHES/BASE"
