@@ -30,9 +30,11 @@ KERNEL := $(shell vm/kernels.sh get default)
 endif
 MIGRATE_KERNELS = $(shell vm/kernels.sh field $(KERNEL) compare) $(KERNEL)
 export FLAVOR KERNEL
-# The crash boots of vm/expect.list and the mm selftests (on the kernels
-# whose file says mm-selftests: yes) belong to the full plan only.
-CRASHES := $(if $(filter stock+thp+soak-short,$(PLAN)),--crashes --mm)
+# What only the full plan adds to its boots: the crash boots of
+# vm/expect.list, the mm selftests (on the kernels whose file says
+# mm-selftests: yes) and the host's check of its own scripts
+# (vm/contracts.sh).
+FULL_PLAN_EXTRAS := $(if $(filter stock+thp+soak-short,$(PLAN)),--crashes --mm --host)
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -71,7 +73,7 @@ initramfs: module tests ## pack each kernel's guest initramfs
 # The README's test command.
 check: initramfs ## boot each kernel's guest and run every test (KERNEL, PLAN, SUITE, ARGS)
 	@APPEND="$(if $(SUITE),dm_SUITE=$(SUITE)) $(if $(ARGS),dm_ARGS=$(ARGS))" \
-		vm/check.sh $(CRASHES) $(PLAN) $(KERNELS)
+		vm/check.sh $(FULL_PLAN_EXTRAS) $(PLAN) $(KERNELS)
 
 # The stock regression baseline alone: the tree's test_hmm.ko + hmm-tests.
 stock: KERNELS = $(KERNEL)

@@ -6,9 +6,12 @@
 # (results.json).  Exit status 0 only if nothing failed and every console
 # is clean.
 #
-# check.sh [--crashes] [--mm] PLAN KERNEL...   (--crashes: also the crash
-#                   boots that vm/expect.list lists; --mm: the mm plan on
-#                   the kernels whose file says mm-selftests: yes)
+# check.sh [--crashes] [--mm] [--host] PLAN KERNEL...
+#                   --crashes: also the crash boots that vm/expect.list
+#                   lists; --mm: the mm plan on the kernels whose file says
+#                   mm-selftests: yes; --host: first the host's check of
+#                   its own scripts (vm/contracts.sh, on the first
+#                   kernel's tree)
 # RUN_DIR=folder for the logs (default $CACHE/logs/FLAVOR-PLAN-TIME)
 # PASSES=N: boot every kernel N times, in turns (make bench-compare): each
 # pass runs the kernels in order, the next one starting a kernel later, so
@@ -17,10 +20,17 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need python3
 
-crashes= mm=
-[ "${1:-}" = --crashes ] && { crashes=--crashes; shift; }
-[ "${1:-}" = --mm ] && { mm=--mm; shift; }
-PLAN=${1:?usage: check.sh [--crashes] PLAN KERNEL...}
+crashes= mm= host=
+while :; do
+	case ${1:-} in
+	--crashes) crashes=--crashes ;;
+	--mm) mm=--mm ;;
+	--host) host=1 ;;
+	*) break ;;
+	esac
+	shift
+done
+PLAN=${1:?usage: check.sh [--crashes] [--mm] [--host] PLAN KERNEL...}
 shift
 [ $# -gt 0 ] || set -- "$KERNEL"
 # A tree of one's own (a path) runs under its name (lib.sh's kernel_name).
@@ -53,6 +63,13 @@ for k in "$@"; do
 	esac
 done
 echo "$FLAVOR" > "$RUN/flavour"
+# The host's own check, TAP in host.tap (results.py reads it): cheap, and
+# what it checks would otherwise show only on a machine with a cold cache.
+if [ -n "$host" ]; then
+	progress "host: vm/contracts.sh (the scripts' stdout, from an empty cache)"
+	KERNEL=$1 "$TOP/vm/contracts.sh" > "$RUN/host.tap" 2> "$RUN/host.log" ||
+		progress "host: vm/contracts.sh failed (see $RUN/host.tap and host.log)"
+fi
 for pass in $(seq "$PASSES"); do
 	[ "$PASSES" = 1 ] || progress "pass $pass of $PASSES: $*"
 	for k in "$@"; do

@@ -45,6 +45,10 @@ kernel console).  Writes:
                            ("# ok N ..." under run_vmtests.sh): SUITE,
                            PROGRAM, TEST, STATUS a line (mm_report.py)
 
+The host's own checks, when the run has them (RUN_DIR/host.tap, the TAP
+of vm/contracts.sh), are reported as one more "kernel", host, with no
+console: every result must be a pass, and the plan must match.
+
 What vm/expect.list expects of a kernel (vm/report/expect.py) is applied
 here: an allowed skip is a skip, any other skip a failure; an expected failure is
 XFAIL ("ok ... # XFAIL", counted with the passes, as kselftest and
@@ -398,6 +402,42 @@ def read_kernel(run, kernel, entries, splats):
     return groups, console, reports
 
 
+def read_host(run):
+    """The host's checks (RUN_DIR/host.tap), as a group, or None."""
+    path = os.path.join(run, "host.tap")
+    if not os.path.exists(path):
+        return None
+    g = Group("stdout contracts (vm/contracts.sh)")
+    why = ""
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = TAP_PLAN.match(line)
+            if m:
+                g.plan = int(m.group(1))
+                continue
+            if line.startswith("# ") and not line.startswith("#   "):
+                why = line[2:]
+                continue
+            m = TAP_RESULT.match(line)
+            if not m:
+                continue
+            name, d = m.group(2), DIRECTIVE.search(m.group(2))
+            if d:
+                name = name[:d.start()].strip()
+            if m.group(1) == "ok" and not d:
+                g.tests.append(Test(name, "pass"))
+            else:
+                g.tests.append(Test(name, "fail", why if m.group(1) != "ok"
+                                    else "a host check does not skip"))
+            why = ""
+    if g.plan != len(g.tests):
+        g.tests.append(Test("vm/contracts.sh ran to its end", "fail",
+                            "planned %s, ran %d (see host.log)" %
+                            (g.plan, len(g.tests))))
+    return g
+
+
 # kunit.py stops reading a document at the first line that holds one of
 # these kernel messages (its KTAP_END), wherever it is in the line: the
 # colon that makes them one is written as a dash.
@@ -431,12 +471,13 @@ def ktap_test(out, ind, n, t):
 
 
 def write_ktap(path, kernels):
-    """kernels: [(name, groups, console, reports)]."""
+    """kernels: [(name, groups, console, reports)]; console None for the
+    host."""
     out = ["KTAP version 1", "1..%d" % len(kernels)]
     for k, (kname, groups, console, reports) in enumerate(kernels, 1):
         out += ["    KTAP version 1", "    # Subtest: %s" % ktap_name(kname),
-                "    1..%d" % (len(groups) + 1)]
-        kfailed = console.status == "fail"
+                "    1..%d" % (len(groups) + (console is not None))]
+        kfailed = console is not None and console.status == "fail"
         for n, g in enumerate(groups, 1):
             out += ["        KTAP version 1",
                     "        # Subtest: %s" % ktap_name(g.name),
@@ -448,7 +489,8 @@ def write_ktap(path, kernels):
             out.append("    %s %d %s" % ("not ok" if failed else "ok", n, ktap_name(g.name)))
         for r in reports[:10]:
             out.append("    # %s" % ktap_text(r))
-        ktap_test(out, "    ", len(groups) + 1, console)
+        if console:
+            ktap_test(out, "    ", len(groups) + 1, console)
         out.append("%s %d %s" % ("not ok" if kfailed else "ok", k, ktap_name(kname)))
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
@@ -501,6 +543,9 @@ def main():
         if os.path.exists(path):
             STATES[kname] = expect.load_state(path)
             expect.validate(entries, STATES[kname])
+    host = read_host(run)
+    if host:
+        kernels.append(("host", [host], None, []))
     for kname in names:
         groups, console, reports = read_kernel(run, kname, entries, splats)
         if STATES[kname] is None:
@@ -521,8 +566,9 @@ def main():
                          " (" + t.reason + ")" if t.reason else
                          " = " + t.measure if t.measure else "")
                 print("%-7s %s %s: %s%s" % (label[t.status], kname, g.name, t.name, extra))
-        counts[console.status] += 1
-        print("%-7s %s %s" % (label[console.status], kname, console.name))
+        if console:
+            counts[console.status] += 1
+            print("%-7s %s %s" % (label[console.status], kname, console.name))
     if splats:
         with open(os.path.join(run, "splats.txt"), "w") as f:
             f.write("".join(splats))
