@@ -23,6 +23,9 @@ PLAN ?= stock+thp+soak-short
 # and make check cover those whose file says ci: yes, and the one-kernel
 # targets (stock, bench, shell, ...) take the one that says default: yes.
 KERNELS := $(or $(KERNEL),$(shell vm/kernels.sh list ci))
+# That default set is the CI set: a kernel's ci-plans: there limits which
+# plans boot on it (vm/lib.sh).  Named kernels run every plan.
+CI_SET := $(if $(KERNEL),,$(if $(filter file,$(origin KERNELS)),--ci-set))
 # make migrate-bench compares upstream's code (the kernel's compare:) with
 # the series.
 ifeq ($(KERNEL),)
@@ -67,13 +70,13 @@ tests: tree ## build the guests' test binaries (stock hmm-tests, selftests, benc
 	@for k in $$(vm/kernels.sh arches $(KERNELS)); do KERNEL=$$k vm/tests.sh || exit 1; done
 
 initramfs: module tests ## pack each kernel's guest initramfs
-	@for k in $(KERNELS); do for i in $$(vm/kernels.sh images $$k); do \
+	@for k in $(KERNELS); do for i in $$(vm/kernels.sh images $$k $(CI_SET)); do \
 		KERNEL=$$k vm/initramfs.sh $$i || exit 1; done; done
 
 # The README's test command.
 check: initramfs ## boot each kernel's guest and run every test (KERNEL, PLAN, SUITE, ARGS)
 	@APPEND="$(if $(SUITE),dm_SUITE=$(SUITE)) $(if $(ARGS),dm_ARGS=$(ARGS))" \
-		vm/check.sh $(FULL_PLAN_EXTRAS) $(PLAN) $(KERNELS)
+		vm/check.sh $(FULL_PLAN_EXTRAS) $(CI_SET) $(PLAN) $(KERNELS)
 
 # The stock regression baseline alone: the tree's test_hmm.ko + hmm-tests.
 stock: KERNELS = $(KERNEL)

@@ -6,12 +6,13 @@
 # (results.json).  Exit status 0 only if nothing failed and every console
 # is clean.
 #
-# check.sh [--crashes] [--mm] [--host] PLAN KERNEL...
+# check.sh [--crashes] [--mm] [--host] [--ci-set] PLAN KERNEL...
 #                   --crashes: also the crash boots that vm/expect.list
 #                   lists; --mm: the mm plan on the kernels whose file says
 #                   mm-selftests: yes; --host: first the host's check of
 #                   its own scripts (vm/contracts.sh, on the first
-#                   kernel's tree)
+#                   kernel's tree); --ci-set: the kernels are make check's
+#                   CI set, where a kernel's ci-plans: limits its boots
 # RUN_DIR=folder for the logs (default $CACHE/logs/FLAVOR-PLAN-TIME)
 # PASSES=N: boot every kernel N times, in turns (make bench-compare): each
 # pass runs the kernels in order, the next one starting a kernel later, so
@@ -20,17 +21,18 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need python3
 
-crashes= mm= host=
+crashes= mm= host= ci_set=
 while :; do
 	case ${1:-} in
 	--crashes) crashes=--crashes ;;
 	--mm) mm=--mm ;;
 	--host) host=1 ;;
+	--ci-set) ci_set=--ci-set ;;
 	*) break ;;
 	esac
 	shift
 done
-PLAN=${1:?usage: check.sh [--crashes] [--mm] [--host] PLAN KERNEL...}
+PLAN=${1:?usage: check.sh [--crashes] [--mm] [--host] [--ci-set] PLAN KERNEL...}
 shift
 [ $# -gt 0 ] || set -- "$KERNEL"
 # A tree of one's own (a path) runs under its name (lib.sh's kernel_name).
@@ -76,7 +78,7 @@ for pass in $(seq "$PASSES"); do
 		# A kernel whose guest cannot even start is a failed run, not
 		# a stop: the others still run, and results.py reports it.
 		PASS=$([ "$PASSES" = 1 ] || echo "$pass") KERNEL=$k RUN_DIR=$RUN \
-			"$TOP/vm/run.sh" $crashes $mm "$PLAN" ||
+			"$TOP/vm/run.sh" $crashes $mm $ci_set "$PLAN" ||
 			progress "$k: the boots did not all run (see $RUN/$k)"
 	done
 	set -- "${@:2}" "$1"

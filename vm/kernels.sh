@@ -7,10 +7,13 @@
 #                                those whose file has it
 #   kernels.sh get FIELD         the one kernel whose file has FIELD
 #   kernels.sh field NAME FIELD  NAME's FIELD (empty if it has none)
-#   kernels.sh images NAME       the initramfs images make packs for NAME:
+#   kernels.sh images NAME [--ci-set]
+#                                the initramfs images make packs for NAME:
 #                                full (with dmirror-thp.ko, unless its file
 #                                says module: no) and mm (if it says
-#                                mm-selftests: yes, or has no module)
+#                                mm-selftests: yes, or has no module); with
+#                                --ci-set, mm only if its ci-plans:, when it
+#                                has one, names mm
 #   kernels.sh arches NAME...    of those kernels, the first of each
 #                                architecture (make tests builds each
 #                                architecture's test binaries once)
@@ -31,13 +34,21 @@ field:3)
 	kernel_file "$(kernel_name "$2")"
 	echo "${KF[$3]:-}"
 	;;
-images:2)
+images:2|images:3)
+	[ $# = 2 ] || [ "$3" = --ci-set ] || die "kernels.sh images NAME [--ci-set]"
 	kernel_file "$(kernel_name "$2")"
+	mm=${KF[mm-selftests]:-}
+	if [ $# = 3 ] && [ -n "${KF[ci-plans]:-}" ]; then
+		case " ${KF[ci-plans]} " in
+		*" mm "*) ;;
+		*) mm= ;;
+		esac
+	fi
 	if [ "${KF[module]:-}" = no ]; then
 		echo mm
 	else
 		echo full
-		[ "${KF[mm-selftests]:-}" != yes ] || echo mm
+		[ "$mm" != yes ] || echo mm
 	fi
 	;;
 arches:*)
@@ -49,5 +60,5 @@ arches:*)
 		seen[$GUEST_ARCH]=1
 	done
 	;;
-*) die "usage: kernels.sh list [FIELD] | get FIELD | field NAME FIELD | images NAME | arches NAME..." ;;
+*) die "usage: kernels.sh list [FIELD] | get FIELD | field NAME FIELD | images NAME [--ci-set] | arches NAME..." ;;
 esac

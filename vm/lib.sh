@@ -84,6 +84,9 @@ need()
 #                 kselftest harness, selftests helpers and uapi headers
 #   default:      yes     the kernel of the one-kernel targets
 #   ci:           yes     make and make check without KERNEL= cover it
+#   ci-plans:     PLAN... there, only these plans of make check's PLAN
+#                 boot on it (mm: its mm selftests; crash: its crash
+#                 boots); named (KERNEL=, KERNELS=), it boots them all
 #   compare:      NAME    upstream's own code for this kernel: make
 #                 migrate-bench runs NAME, then this one
 #   bench-target: PERCENT NAME   make bench-compare's target: this
@@ -97,7 +100,7 @@ need()
 #   arch:         x86_64 (the default) or arm64: the guest's architecture;
 #                 arm64 is cross-built (aarch64-linux-gnu-), its user space
 #                 too, and boots on QEMU's virt machine (vm/qemu.sh)
-KERNEL_FIELDS="source series config stock-tests harness default ci compare bench-target mm-selftests module arch"
+KERNEL_FIELDS="source series config stock-tests harness default ci ci-plans compare bench-target mm-selftests module arch"
 
 # A tree of one's own (make check KERNEL=/path/to/linux) is a kernel file
 # too, written by kernel_name into $USER_KERNELS; vm/kernels/ lists only
@@ -121,7 +124,7 @@ kernel_names()
 # kernel_file NAME: NAME's fields in KF[field] (an associative array).
 kernel_file()
 {
-	local f=$TOP/vm/kernels/$1 line field n=0 w
+	local f=$TOP/vm/kernels/$1 line field n=0 w p
 	local -a value
 
 	[ -f "$f" ] || f=$USER_KERNELS/$1
@@ -151,6 +154,13 @@ kernel_file()
 		case $field:${value[*]} in
 		harness:yes|default:yes|ci:yes|mm-selftests:yes|module:no|arch:x86_64|arch:arm64) ;;
 		arch:*) die "$w: arch takes x86_64 or arm64" ;;
+		ci-plans:) die "$w: ci-plans takes plans of vm/guest/plans, mm or crash" ;;
+		ci-plans:*)
+			for p in "${value[@]}"; do
+				[ -f "$TOP/vm/guest/plans/$p" ] ||
+					die "$w: ci-plans: no plan vm/guest/plans/$p"
+			done
+			;;
 		harness:*|default:*|ci:*|mm-selftests:*) die "$w: $field takes 'yes'" ;;
 		module:*) die "$w: module takes 'no' (without it, the module builds)" ;;
 		esac

@@ -6,10 +6,13 @@
 # logs go to RUN_DIR/$KERNEL, listed in its file "boots"; vm/check.sh,
 # which calls this, reads them (vm/report/results.py).
 #
-# run.sh [--crashes] [--mm] PLAN   PLAN: a plan of vm/guest/plans, or
-#                           several (a+b); --crashes: the crash and
-#                           isolated boots too; --mm: the mm plan too, if
-#                           the kernel's file says mm-selftests: yes
+# run.sh [--crashes] [--mm] [--ci-set] PLAN   PLAN: a plan of
+#                           vm/guest/plans, or several (a+b); --crashes:
+#                           the crash and isolated boots too; --mm: the mm
+#                           plan too, if the kernel's file says
+#                           mm-selftests: yes; --ci-set: only the plans of
+#                           its ci-plans:, if it has one (make check's CI
+#                           set)
 #
 # A plan's header may say what its boot needs: "# image: NAME" (an
 # initramfs of vm/initramfs.sh, instead of IMAGE), "# smp: N" (vCPUs, at
@@ -30,9 +33,16 @@ set -eu
 . "$(dirname "$0")/qemu.sh"
 need "$QEMU_SYSTEM" timeout python3
 
-crashes=0 mm=0
-[ "${1:-}" = --crashes ] && { crashes=1; shift; }
-[ "${1:-}" = --mm ] && { mm=1; shift; }
+crashes=0 mm=0 ci_set=0
+while :; do
+	case ${1:-} in
+	--crashes) crashes=1 ;;
+	--mm) mm=1 ;;
+	--ci-set) ci_set=1 ;;
+	*) break ;;
+	esac
+	shift
+done
 PLAN=${1:-thp}
 ACCEL=${ACCEL:-auto}
 MEM=${MEM:-3G}
@@ -142,6 +152,22 @@ fi
 plans=$(echo "$PLAN" | tr '+' ' ')
 kernel_file "$KERNEL"
 [ $mm = 0 ] || [ "${KF[mm-selftests]:-}" != yes ] || plans="$plans mm"
+# In the CI set, a kernel with ci-plans: boots those plans only, and its
+# crash boots only if they say crash.
+if [ $ci_set = 1 ] && [ -n "${KF[ci-plans]:-}" ]; then
+	keep=
+	for p in $plans; do
+		case " ${KF[ci-plans]} " in
+		*" $p "*) keep="$keep $p" ;;
+		*) progress "$KERNEL: plan '$p' left out of the CI set (ci-plans: ${KF[ci-plans]})" ;;
+		esac
+	done
+	plans=$keep
+	case " ${KF[ci-plans]} " in
+	*" crash "*) ;;
+	*) crashes=0 ;;
+	esac
+fi
 for p in $plans; do
 	[ -f "$TOP/vm/guest/plans/$p" ] || die "no plan vm/guest/plans/$p"
 done
