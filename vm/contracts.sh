@@ -17,7 +17,8 @@
 #
 # Every capture of a vm/ script must name one of these.  patch-state.sh
 # is captured by no one, but its file is read by the reports: nothing on
-# its stdout, and every line of the file in its grammar.
+# its stdout, and every line of the file in its grammar.  The stored
+# patches are data with a contract too: no identity in them.
 #
 # contracts.sh   KERNEL (the environment's): patch-state.sh reads its tree
 #                (make check runs it, through vm/check.sh --host)
@@ -250,6 +251,31 @@ if [ -f "$state" ]; then
 	expect_lines "patch-state.sh's file: every line in its grammar" state_line
 else
 	ok "patch-state.sh's file: every line in its grammar" "it wrote no file"
+fi
+
+# The stored patches carry no identity: the posting step stamps the
+# poster's (vm/mainline-series.sh).  Their header is the mbox From line,
+# Date: and Subject: (folded or not), and nothing anywhere signs off or
+# names an address in a domain reserved for examples.
+: > "$T/why"
+for p in "$TOP"/kernel-prereq-patches/*/*.patch "$TOP"/kernel-prereq-patches/*/*/*.patch; do
+	[ -f "$p" ] || continue
+	awk -v f="${p#"$TOP"/}" '
+		NR == 1 { if ($0 !~ /^From [0-9a-f]+ /) print f ": line 1 is not an mbox From line"; hdr = 1; next }
+		hdr && /^$/ { hdr = 0; next }
+		hdr && /^(Date|Subject): / { subj = /^Subject: /; next }
+		hdr && /^[ \t]/ && subj { next }
+		hdr { print f ":" NR ": a header line other than Date: and Subject: (" $0 ")"; subj = 0; next }
+		/^---$/ { exit }
+		/^(Signed-off-by|From): / { print f ":" NR ": " $0 }
+	' "$p" >> "$T/why"
+	grep -HnoiE '[a-z0-9._%+-]+@[a-z0-9.-]*(example|invalid|test|localhost)\b|example\.(com|net|org)\b' "$p" |
+		sed "s,^$TOP/,," >> "$T/why" || true
+done
+if [ -s "$T/why" ]; then
+	ok "kernel-prereq-patches: no identity in a stored patch" "an author, a sign-off or a reserved address"
+else
+	ok "kernel-prereq-patches: no identity in a stored patch"
 fi
 
 echo "1..$n"
