@@ -16,9 +16,13 @@ for k in $(kernels_with series); do
 	kernel_select "$k"
 	CP=$KSRC/scripts/checkpatch.pl
 	[ -x "$CP" ] || die "no $CP: run 'make tree'"
+	# As posted, with the Assisted-by: trailer, where the tree's
+	# checkpatch knows it (7.3's; 6.12's calls it non-standard).
+	ab=
+	! grep -q 'Assisted-by:' "$CP" || ab=$ASSISTED_BY
 	for p in $(series_patches); do
 		progress "checkpatch --strict $k/$p"
-		stamp "$who" signoff < "$PATCHES/$p" > "$tmp/${p##*/}"
+		ASSISTED_BY=$ab stamp "$who" signoff < "$PATCHES/$p" > "$tmp/${p##*/}"
 		(cd "$KSRC" && "$CP" --strict -q --ignore UNKNOWN_COMMIT_ID \
 			"$tmp/${p##*/}") || rc=1
 	done

@@ -471,16 +471,26 @@ tree_ident()
 ident_name() { echo "${1% <*}"; }
 ident_email() { local e=${1##*<}; echo "${e%>}"; }
 
+# How the patches were made, as the tree's
+# Documentation/process/coding-assistants.rst asks a posting to say: the
+# value of the Assisted-by: trailer the posting adds before the poster's
+# Signed-off-by: ("LLM [TOOL...]"; no tool signs off).  Empty: none, for
+# a tree whose checkpatch.pl does not know the tag (6.12).
+ASSISTED_BY=${ASSISTED_BY-LLM}
+
 # stamp IDENT [signoff] < PATCH: the stored patch as git am takes it, with
-# "From: IDENT" and, with signoff, IDENT's Signed-off-by: as its last
-# trailer (before the "---" that ends the message, or the first diff).
+# "From: IDENT" and, with signoff, "Assisted-by: $ASSISTED_BY" and IDENT's
+# Signed-off-by: as its last trailers (before the "---" that ends the
+# message, or the first diff).
 stamp()
 {
-	awk -v who="$1" -v sob="${2:-}" '
+	awk -v who="$1" -v sob="${2:-}" -v ab="$ASSISTED_BY" '
 		NR == 1 { print; print "From: " who; hdr = 1; next }
 		hdr && /^$/ { hdr = 0 }
 		hdr && /^From: / { next }
 		!cut && (/^---$/ || /^diff --git /) {
+			if (sob != "" && ab != "")
+				print "Assisted-by: " ab
 			if (sob != "")
 				print "Signed-off-by: " who
 			cut = 1
