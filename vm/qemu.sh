@@ -61,7 +61,11 @@ qemu_x86_64()
 # the vCPUs split between them, as the firmware (the device tree) tells
 # the kernel: arm64 has no numa=fake of x86's kind.  -cpu max without
 # pointer authentication, whose emulated QARMA costs every call and
-# return under TCG; the kernel is built without it (tinyconfig).
+# return under TCG; the kernel is built without it (tinyconfig).  No
+# network (-nic none): the virt machine's default NIC is a virtio-net-pci
+# whose option ROM comes from ipxe-qemu, which qemu-system-arm only
+# recommends, so a machine that never installed QEMU for x86 has none and
+# QEMU refuses to start.
 qemu_arm64()
 {
 	local mb half c0
@@ -84,7 +88,7 @@ qemu_arm64()
 	else
 		QEMU+=(-numa "node,nodeid=1,memdev=m1")
 	fi
-	QEMU+=(-nographic -no-reboot -kernel "$KIMAGE")
+	QEMU+=(-nic none -nographic -no-reboot -kernel "$KIMAGE")
 }
 
 # qemu_serials CONSOLE RESULTS: the options that connect the kernel console
