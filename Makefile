@@ -26,6 +26,9 @@ KERNELS := $(or $(KERNEL),$(shell vm/kernels.sh list ci))
 # That default set is the CI set: a kernel's ci-plans: there limits which
 # plans boot on it (vm/lib.sh).  Named kernels run every plan.
 CI_SET := $(if $(KERNEL),,$(if $(filter file,$(origin KERNELS)),--ci-set))
+# make bench-compare's: times taken under TCG compare only within one
+# architecture, the CI set's x86_64 kernels.
+BENCH_KERNELS := $(or $(KERNEL),$(shell vm/kernels.sh list ci x86_64))
 # make migrate-bench compares upstream's code (the kernel's compare:) with
 # the series.
 ifeq ($(KERNEL),)
@@ -98,7 +101,8 @@ bench: initramfs ## THP, mTHP and 4K migration bench and its report (BENCH_SIZES
 # kernel boots BENCH_PASSES times, the kernels in turns, so that a slow
 # spell of the host falls on all of them (vm/check.sh's PASSES).
 BENCH_PASSES ?= 3
-bench-compare: initramfs ## the bench on every kernel, with its test_hmm, side by side (BENCH_PASSES)
+bench-compare: KERNELS = $(BENCH_KERNELS)
+bench-compare: initramfs ## the bench on every x86_64 kernel of the CI set, with its test_hmm, side by side (BENCH_PASSES)
 	@MEM=$${MEM:-4G} PASSES=$(BENCH_PASSES) \
 		APPEND="dm_BENCH_SIZES=$(BENCH_SIZES) dm_BENCH_ITERS=$(BENCH_ITERS) dm_BASELINE=stock $(if $(BENCH_CPU),dm_BENCH_CPU=$(BENCH_CPU))" \
 		vm/check.sh bench $(KERNELS)

@@ -3,8 +3,9 @@
 # What vm/kernels/ says, for make and the reports (lib.sh's kernel_file
 # reads the files):
 #
-#   kernels.sh list [FIELD]      the kernels, in name order; with FIELD,
-#                                those whose file has it
+#   kernels.sh list [FIELD [ARCH]]  the kernels, in name order; with
+#                                FIELD, those whose file has it; with
+#                                ARCH, of those the guests of ARCH
 #   kernels.sh get FIELD         the one kernel whose file has FIELD
 #   kernels.sh field NAME FIELD  NAME's FIELD (empty if it has none)
 #   kernels.sh images NAME [--ci-set]
@@ -25,6 +26,12 @@ set -eu
 case ${1:-}:$# in
 list:1) ks=$(kernel_names); echo $ks ;;
 list:2) ks=$(kernels_with "$2"); echo $ks ;;
+list:3)
+	for k in $(kernels_with "$2"); do
+		kernel_select "$k"
+		[ "$GUEST_ARCH" != "$3" ] || echo "$k"
+	done | tr '\n' ' ' | sed 's/ $/\n/'
+	;;
 get:2) the_kernel "$2" ;;
 field:3)
 	case " $KERNEL_FIELDS " in
@@ -60,5 +67,5 @@ arches:*)
 		seen[$GUEST_ARCH]=1
 	done
 	;;
-*) die "usage: kernels.sh list [FIELD] | get FIELD | field NAME FIELD | images NAME [--ci-set] | arches NAME..." ;;
+*) die "usage: kernels.sh list [FIELD [ARCH]] | get FIELD | field NAME FIELD | images NAME [--ci-set] | arches NAME..." ;;
 esac
