@@ -112,30 +112,13 @@ int dm_set_flags(int fd, uint64_t flags)
 	return dm_cmd(fd, HMM_DMIRROR_FLAGS, 0, 0, flags, NULL);
 }
 
-/*
- * The name is the uapi's, without HMM_DMIRROR_.  EFAULT: a bad argument
- * pointer, for every command that takes one.
- */
+/* A row of dm_iocs[], from the lists of the helpers' header. */
 #define IOC(cmd, arg, dir, ...)						\
 	[DM_IOC_##cmd] = { #cmd, HMM_DMIRROR_##cmd, DM_ARG_##arg,	\
-			   DM_PTR_##dir, (const int[]){ __VA_ARGS__, 0 } }
+			   DM_PTR_##dir, (const int[]){ __VA_ARGS__, 0 } },
 const struct dm_ioc dm_iocs[DM_IOC_NR] = {
-	IOC(READ, RANGE, OUT, EFAULT, EINVAL, ENOMEM, EBUSY),
-	IOC(WRITE, RANGE, IN, EFAULT, EINVAL, ENOMEM, EBUSY, EPERM),
-	IOC(MIGRATE_TO_DEV, RANGE, OUT, EFAULT, EINVAL, ENOENT, ENOMEM, EBUSY),
-	IOC(MIGRATE_TO_SYS, RANGE, NONE, EFAULT, EINVAL, ENOMEM, EBUSY),
-	IOC(SNAPSHOT, RANGE, OUT, EFAULT, EINVAL, ENOMEM, EBUSY),
-	IOC(EXCLUSIVE, RANGE, OUT, EFAULT, EINVAL, ENOENT, ENOMEM, EBUSY),
-	IOC(CHECK_EXCLUSIVE, RANGE, NONE, EFAULT, EINVAL, EPERM),
-	IOC(RELEASE, RELEASE, NONE, EFAULT),
-	IOC(FLAGS, FLAGS, NONE, EFAULT, EINVAL),
-	IOC(READ_UNLOCKED, RANGE, OUT, EFAULT, EINVAL, ENOMEM, EBUSY, EINTR),
-	IOC(CPU_MAP, RANGE, OUT, EFAULT, EINVAL, EINTR),
-	IOC(STATS, OWN, NONE, EFAULT, EINVAL),
-	IOC(STATS_RESET, OWN, NONE, 0),
-	IOC(PHASES, OWN, NONE, EFAULT, EINVAL),
-	IOC(COPY_BENCH, OWN, NONE, EFAULT, EINVAL, ENOMEM),
-	IOC(ORDER_STATS, OWN, NONE, EFAULT, EINVAL),
+	DM_CMD_IOCS(IOC)
+	DM_OWN_IOCS(IOC)
 };
 #undef IOC
 

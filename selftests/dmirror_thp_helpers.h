@@ -85,7 +85,8 @@ int dm_set_flags(int fd, uint64_t flags);
 
 /*
  * Every ioctl of uapi/dmirror_thp_uapi.h, in the order of its numbers: a
- * test that walks the commands walks this table (DM_IOC_* index it).
+ * test that walks the commands walks the table dm_iocs[] (DM_IOC_* index
+ * it), made from the two lists below, the one place a new ioctl goes.
  * @arg: what the argument is; @dir: which way the bytes behind cmd.ptr
  * go, i.e. what a test may aim ptr at; @errnos: what the uapi documents
  * for the command to a caller whose opener is alive, 0-terminated (the
@@ -112,16 +113,40 @@ struct dm_ioc {
 	const int	*errnos;
 };
 
+/*
+ * X(name, arg, dir, errno...): name is the uapi's, without HMM_DMIRROR_.
+ * EFAULT: a bad argument pointer, for every command that takes one.
+ * First the commands that take struct hmm_dmirror_cmd ...
+ */
+#define DM_CMD_IOCS(X)							\
+	X(READ, RANGE, OUT, EFAULT, EINVAL, ENOMEM, EBUSY)		\
+	X(WRITE, RANGE, IN, EFAULT, EINVAL, ENOMEM, EBUSY, EPERM)	\
+	X(MIGRATE_TO_DEV, RANGE, OUT, EFAULT, EINVAL, ENOENT, ENOMEM, EBUSY) \
+	X(MIGRATE_TO_SYS, RANGE, NONE, EFAULT, EINVAL, ENOMEM, EBUSY)	\
+	X(SNAPSHOT, RANGE, OUT, EFAULT, EINVAL, ENOMEM, EBUSY)		\
+	X(EXCLUSIVE, RANGE, OUT, EFAULT, EINVAL, ENOENT, ENOMEM, EBUSY)	\
+	X(CHECK_EXCLUSIVE, RANGE, NONE, EFAULT, EINVAL, EPERM)		\
+	X(RELEASE, RELEASE, NONE, EFAULT)				\
+	X(FLAGS, FLAGS, NONE, EFAULT, EINVAL)				\
+	X(READ_UNLOCKED, RANGE, OUT, EFAULT, EINVAL, ENOMEM, EBUSY, EINTR) \
+	X(CPU_MAP, RANGE, OUT, EFAULT, EINVAL, EINTR)
+/* ... then those with a struct of their own, or none. */
+#define DM_OWN_IOCS(X)							\
+	X(STATS, OWN, NONE, EFAULT, EINVAL)				\
+	X(STATS_RESET, OWN, NONE, 0)					\
+	X(PHASES, OWN, NONE, EFAULT, EINVAL)				\
+	X(COPY_BENCH, OWN, NONE, EFAULT, EINVAL, ENOMEM)		\
+	X(ORDER_STATS, OWN, NONE, EFAULT, EINVAL)
+
+#define DM_IOC_ENUM(name, ...)	DM_IOC_##name,
 enum {
-	DM_IOC_READ, DM_IOC_WRITE, DM_IOC_MIGRATE_TO_DEV, DM_IOC_MIGRATE_TO_SYS,
-	DM_IOC_SNAPSHOT, DM_IOC_EXCLUSIVE, DM_IOC_CHECK_EXCLUSIVE,
-	DM_IOC_RELEASE, DM_IOC_FLAGS, DM_IOC_READ_UNLOCKED, DM_IOC_CPU_MAP,
-	/* the ones above take struct hmm_dmirror_cmd */
+	DM_CMD_IOCS(DM_IOC_ENUM)
 	DM_IOC_NR_CMD,
-	DM_IOC_STATS = DM_IOC_NR_CMD, DM_IOC_STATS_RESET, DM_IOC_PHASES,
-	DM_IOC_COPY_BENCH, DM_IOC_ORDER_STATS,
+	DM_IOC_OWN_0 = DM_IOC_NR_CMD - 1,
+	DM_OWN_IOCS(DM_IOC_ENUM)
 	DM_IOC_NR,
 };
+#undef DM_IOC_ENUM
 
 extern const struct dm_ioc dm_iocs[DM_IOC_NR];
 /* err is among ioc's documented errnos */

@@ -11,14 +11,25 @@
 
 /* ---- bad input: ranges ---- */
 
-/* expected outcome of one op: 0 untested, XP_OK success, else the errno */
+/*
+ * expected outcome of one command, by its name: XP(READ, EFAULT); a
+ * command not named is not tested; XP_OK success, else the errno
+ */
+#define XP(cmd, want)	[DM_IOC_##cmd] = (want)
 #define XP_OK	-1
 /* success, and the pages with no vma read as HMM_DMIRROR_PROT_ERROR */
 #define XP_SNAPERR	-3
 /* success, and the pages with no vma read as 0: nothing present (CPU_MAP) */
 #define XP_CPUNONE	-4
-#define ALL_EINVAL { EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, \
-		     [DM_IOC_CPU_MAP] = EINVAL }
+#define ALL_EINVAL { XP(READ, EINVAL), XP(WRITE, EINVAL),		\
+		     XP(MIGRATE_TO_DEV, EINVAL), XP(MIGRATE_TO_SYS, EINVAL), \
+		     XP(SNAPSHOT, EINVAL), XP(EXCLUSIVE, EINVAL),	\
+		     XP(CHECK_EXCLUSIVE, EINVAL), XP(CPU_MAP, EINVAL) }
+/* no vma under the range */
+#define NO_VMA { XP(READ, EFAULT), XP(WRITE, EFAULT),			\
+		 XP(MIGRATE_TO_DEV, EINVAL), XP(MIGRATE_TO_SYS, EINVAL),	\
+		 XP(SNAPSHOT, XP_SNAPERR), XP(EXCLUSIVE, EINVAL),		\
+		 XP(CHECK_EXCLUSIVE, EINVAL), XP(CPU_MAP, XP_CPUNONE) }
 
 enum range_kind {
 	R_UNALIGNED, R_ZERO, R_TOO_MANY, R_OVERFLOW, R_UNMAPPED, R_HALF_UNMAPPED,
@@ -36,10 +47,9 @@ FIXTURE_VARIANT(badrange)
 	FIXTURE_VARIANT_ADD(badrange, name) { .kind = (k), .exp = __VA_ARGS__ }
 
 /*
- * The expected outcome of each command, in the order of dm_iocs[]:
- * READ, WRITE, MIGRATE_TO_DEV, MIGRATE_TO_SYS, SNAPSHOT, EXCLUSIVE and
- * CHECK_EXCLUSIVE, then CPU_MAP by name.  READ_UNLOCKED answers what READ
- * answers (uapi/): the test takes READ's column for it.
+ * The expected outcome of each command that takes a range, by name.
+ * READ_UNLOCKED answers what READ answers (uapi/): the test takes READ's
+ * for it.
  *
  * A malformed range: every command refuses it before looking at the mm.
  * Above TASK_SIZE (kernel_addr) is not a user range at all.
@@ -57,34 +67,33 @@ BADRANGE(kernel_addr, R_KERNEL, ALL_EINVAL);
  * HMM_DMIRROR_PROT_ERROR for a page with no vma; CPU_MAP reports nothing
  * present.
  */
-BADRANGE(unmapped, R_UNMAPPED,
-	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL,
-	   [DM_IOC_CPU_MAP] = XP_CPUNONE });
-BADRANGE(null_addr, R_NULL,
-	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL,
-	   [DM_IOC_CPU_MAP] = XP_CPUNONE });
-BADRANGE(partly_unmapped, R_HALF_UNMAPPED,
-	 { EFAULT, EFAULT, EINVAL, EINVAL, XP_SNAPERR, EINVAL, EINVAL,
-	   [DM_IOC_CPU_MAP] = XP_CPUNONE });
+BADRANGE(unmapped, R_UNMAPPED, NO_VMA);
+BADRANGE(null_addr, R_NULL, NO_VMA);
+BADRANGE(partly_unmapped, R_HALF_UNMAPPED, NO_VMA);
 
 /*
  * Protections: as test_hmm, the device faults like the CPU.  CPU_MAP only
  * reads the page table, whatever maps the range.
  */
-BADRANGE(prot_none, R_PROT_NONE, { EFAULT, EFAULT, EINVAL, 0, 0, EINVAL, 0,
-				   [DM_IOC_CPU_MAP] = XP_OK });
-BADRANGE(read_only, R_READ_ONLY, { XP_OK, EPERM, 0, 0, XP_OK, 0, 0,
-				   [DM_IOC_CPU_MAP] = XP_OK });
+BADRANGE(prot_none, R_PROT_NONE,
+	 { XP(READ, EFAULT), XP(WRITE, EFAULT), XP(MIGRATE_TO_DEV, EINVAL),
+	   XP(EXCLUSIVE, EINVAL), XP(CPU_MAP, XP_OK) });
+BADRANGE(read_only, R_READ_ONLY,
+	 { XP(READ, XP_OK), XP(WRITE, EPERM), XP(SNAPSHOT, XP_OK),
+	   XP(CPU_MAP, XP_OK) });
 
 /* Not private anonymous memory: it cannot move to the device. */
 BADRANGE(memfd_shared, R_MEMFD_SHARED,
-	 { XP_OK, 0, EINVAL, 0, XP_OK, EINVAL, 0, [DM_IOC_CPU_MAP] = XP_OK });
-BADRANGE(memfd_private, R_MEMFD_PRIVATE, { XP_OK, 0, EINVAL, 0, 0, 0, 0,
-					   [DM_IOC_CPU_MAP] = XP_OK });
+	 { XP(READ, XP_OK), XP(MIGRATE_TO_DEV, EINVAL), XP(SNAPSHOT, XP_OK),
+	   XP(EXCLUSIVE, EINVAL), XP(CPU_MAP, XP_OK) });
+BADRANGE(memfd_private, R_MEMFD_PRIVATE,
+	 { XP(READ, XP_OK), XP(MIGRATE_TO_DEV, EINVAL), XP(CPU_MAP, XP_OK) });
 BADRANGE(anon_shared, R_ANON_SHARED,
-	 { XP_OK, XP_OK, EINVAL, 0, XP_OK, EINVAL, 0, [DM_IOC_CPU_MAP] = XP_OK });
-BADRANGE(hugetlb, R_HUGETLB, { 0, 0, EINVAL, 0, 0, EINVAL, 0,
-			       [DM_IOC_CPU_MAP] = XP_OK });
+	 { XP(READ, XP_OK), XP(WRITE, XP_OK), XP(MIGRATE_TO_DEV, EINVAL),
+	   XP(SNAPSHOT, XP_OK), XP(EXCLUSIVE, EINVAL), XP(CPU_MAP, XP_OK) });
+BADRANGE(hugetlb, R_HUGETLB,
+	 { XP(MIGRATE_TO_DEV, EINVAL), XP(EXCLUSIVE, EINVAL),
+	   XP(CPU_MAP, XP_OK) });
 
 TEST_F_TIMEOUT(badrange, bad_range, 60)
 {
