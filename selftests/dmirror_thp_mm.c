@@ -902,17 +902,22 @@ static void mm_run(struct __test_metadata *_metadata, FIXTURE_DATA(mmop) *self,
 }
 
 /* One operation, a test of its own, over the fixture's orders. */
-#define MMOP_TEST(name, prep, n, a, s)					\
+#define MMOP_TEST(name, prep, needs, leaves, pmd_splits)		\
 	TEST_F_TIMEOUT(mmop, name, 120)					\
 	{								\
 		static const struct mm_op op = {			\
-			.need = (n), .prepare = (prep), .run = op_##name, \
-			.after = (a), .split_pmds = (s),		\
+			.need = (needs), .prepare = (prep),		\
+			.run = op_##name, .after = (leaves),		\
+			.split_pmds = (pmd_splits),			\
 		};							\
 		mm_run(_metadata, self, &op);				\
 	}
-#define MMOP(name, n, a, s)		MMOP_TEST(name, NULL, n, a, s)
-#define MMOP_PREP(name, n, a, s)	MMOP_TEST(name, prep_##name, n, a, s)
+/* op_NAME over every order: what it needs, what it leaves, PMDs split */
+#define MMOP(name, needs, leaves, pmd_splits)				\
+	MMOP_TEST(name, NULL, needs, leaves, pmd_splits)
+/* ... with prep_NAME run first */
+#define MMOP_PREP(name, needs, leaves, pmd_splits)			\
+	MMOP_TEST(name, prep_##name, needs, leaves, pmd_splits)
 
 /* NUMA placement: device memory is on no node, the folios stay put. */
 MMOP(mbind_move, NEED_NODE1, DEV_WHOLE, 0)

@@ -355,37 +355,30 @@ static int check_page(struct worker *w, const uint64_t *src, int r,
 static int dmirror(struct worker *w, unsigned long req, void *addr,
 		   unsigned long npages)
 {
-	struct hmm_dmirror_cmd cmd = {
-		.addr = (uintptr_t)addr,
-		.ptr = (uintptr_t)w->buf,
-		.npages = npages,
-	};
+	int err = -dm_cmd(w->fd, req, (uintptr_t)addr, (uintptr_t)w->buf,
+			  npages, NULL);
 
-	while (ioctl(w->fd, req, &cmd) < 0) {
-		if (errno == EINTR)
-			continue;
-		if (errno == ENOMEM || errno == EBUSY) {
-			w->soft_errors++;
-			return 1;
-		}
-		/*
-		 * The read-back after MIGRATE_TO_DEV or EXCLUSIVE found a
-		 * page it cannot read without a fault (uapi/): one that did
-		 * not move (swapped out, a KSM page) or that a fault took
-		 * back meanwhile (a live child reading a page it shares).
-		 * The data is verified all the same, by the next check.
-		 */
-		if (errno == ENOENT && (req == HMM_DMIRROR_MIGRATE_TO_DEV ||
-					req == HMM_DMIRROR_EXCLUSIVE)) {
-			w->readback_misses++;
-			return 1;
-		}
-		snprintf(w->failure, sizeof(w->failure),
-			 "ioctl %#lx at %p x %lu: %s", req, addr, npages,
-			 strerror(errno));
-		return -1;
+	if (!err)
+		return 0;
+	if (err == ENOMEM || err == EBUSY) {
+		w->soft_errors++;
+		return 1;
 	}
-	return 0;
+	/*
+	 * The read-back after MIGRATE_TO_DEV or EXCLUSIVE found a page it
+	 * cannot read without a fault (uapi/): one that did not move
+	 * (swapped out, a KSM page) or that a fault took back meanwhile (a
+	 * live child reading a page it shares).  The data is verified all
+	 * the same, by the next check.
+	 */
+	if (err == ENOENT && (req == HMM_DMIRROR_MIGRATE_TO_DEV ||
+			      req == HMM_DMIRROR_EXCLUSIVE)) {
+		w->readback_misses++;
+		return 1;
+	}
+	snprintf(w->failure, sizeof(w->failure), "ioctl %#lx at %p x %lu: %s",
+		 req, addr, npages, strerror(err));
+	return -1;
 }
 
 /*
