@@ -16,10 +16,12 @@ for k in $(kernels_with series); do
 	kernel_select "$k"
 	CP=$KSRC/scripts/checkpatch.pl
 	[ -x "$CP" ] || die "no $CP: run 'make tree'"
-	# As posted, with the Assisted-by: trailer, where the tree's
-	# checkpatch knows it (7.3's; 6.12's calls it non-standard).
+	# A series of postings as make mainline-series stamps it, with the
+	# Assisted-by: trailer in the form its tree's
+	# coding-assistants.rst gives (7.3's); a backport that is not posted
+	# (6.12, whose checkpatch wants another form of the tag) without.
 	ab=
-	! grep -q 'Assisted-by:' "$CP" || ab=$ASSISTED_BY
+	[ -z "$(series_postings)" ] || ab=$ASSISTED_BY
 	for p in $(series_patches); do
 		progress "checkpatch --strict $k/$p"
 		ASSISTED_BY=$ab stamp "$who" signoff < "$PATCHES/$p" > "$tmp/${p##*/}"
