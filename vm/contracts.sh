@@ -269,8 +269,7 @@ for p in "$TOP"/kernel-prereq-patches/*/*.patch "$TOP"/kernel-prereq-patches/*/*
 		/^---$/ { exit }
 		/^(Signed-off-by|From): / { print f ":" NR ": " $0 }
 	' "$p" >> "$T/why"
-	grep -HnoiE '[a-z0-9._%+-]+@([a-z0-9-]+\.)*(example|invalid|test|localhost)([^a-z0-9.-]|$)|example\.(com|net|org)([^a-z0-9-]|$)' "$p" |
-		sed "s,^$TOP/,," >> "$T/why"
+	reserved_addresses "$p" | sed "s,^$TOP/,," >> "$T/why"
 done
 if [ -s "$T/why" ]; then
 	ok "kernel-prereq-patches: no identity in a stored patch" "an author, a sign-off or a reserved address"

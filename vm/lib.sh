@@ -450,14 +450,21 @@ poster_ident()
 		return 1
 		;;
 	esac
-	case ${email##*@} in
-	example.com|example.net|example.org|*.example.com|*.example.net|\
-	*.example.org|*.example|*.test|*.invalid|*.localhost|localhost)
+	if [ -n "$(echo "$email" | reserved_addresses)" ]; then
 		echo "'$email' is in a domain reserved for examples: set your own user.email" >&2
 		return 1
-		;;
-	esac
+	fi
 	echo "$name <$email>"
+}
+
+# reserved_addresses [FILE...]: each address in FILE (or stdin) whose domain
+# is reserved for examples and tests (RFC 2606, RFC 6761), and each
+# example.com, .net or .org, one FILE:LINE:MATCH a line (MATCH alone on
+# stdin); nothing if there is none.
+reserved_addresses()
+{
+	grep -noiE '[a-z0-9._%+-]+@([a-z0-9-]+\.)*(example|invalid|test|localhost)([^a-z0-9.-]|$)|example\.(com|net|org)([^a-z0-9-]|$)' \
+		${1:+-H} "$@" || [ $? = 1 ]
 }
 
 # Whom the commits of the cache's trees are by: the poster if there is one,

@@ -83,9 +83,7 @@ verify_posting()
 		while read -r line; do
 			echo "$(basename "$p"): '$line' is in a domain reserved for examples" >&2
 			bad=1
-		done < <(grep -oiE '[a-z0-9._%+-]+@[a-z0-9.-]+|(^|[^a-z0-9.-])example\.(com|net|org)' "$p" |
-			grep -iE '@(.*\.)?(example|invalid|test|localhost)$|example\.(com|net|org)$' ||
-			[ $? = 1 ])
+		done < <(reserved_addresses "$p")
 		case $p in *cover-letter*)
 			grep -qF "$(head -n 1 "$disclosure")" "$p" || {
 				echo "$(basename "$p"): no disclosure paragraph" >&2
