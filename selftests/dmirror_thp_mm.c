@@ -1096,39 +1096,47 @@ DM_FIXTURE(swapcache);
 
 /*
  * MADV_PAGEOUT of the WB_NR pages at @p until pagemap shows every one
- * swapped out, at most ten times: a folio that another CPU holds for a
- * moment (an LRU batch, a reference) is skipped, not waited for.
+ * swapped out, from every CPU in turn, for up to a second: it skips a
+ * folio whose swap write is still in flight, and drains only its own
+ * CPU's LRU batches, while a folio whose swap write completed can wait in
+ * the batch of the CPU that completed it.
  */
 static bool page_out(char *p)
 {
-	int i;
+	cpu_set_t allowed, one;
+	bool done = false;
+	int i, cpu;
 
-	for (i = 0; i < 10; i++) {
-		if (madvise(p, WB_SIZE, MADV_PAGEOUT))
-			return false;
-		if (pm_count(p, WB_NR, PM_SWAP | PM_PRESENT, PM_SWAP) == WB_NR)
-			return true;
-		usleep(10000);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return false;
+	for (i = 0; i < 100 && !done; i++) {
+		if (i)
+			usleep(10000);
+		for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+			if (!CPU_ISSET(cpu, &allowed))
+				continue;
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			if (sched_setaffinity(0, sizeof(one), &one) ||
+			    madvise(p, WB_SIZE, MADV_PAGEOUT))
+				goto out;
+		}
+		done = pm_count(p, WB_NR, PM_SWAP | PM_PRESENT, PM_SWAP) == WB_NR;
 	}
-	return false;
+out:
+	if (sched_setaffinity(0, sizeof(allowed), &allowed))
+		return false;
+	return done;
 }
 
 TEST_F(swapcache, device_write_survives_pageout)
 {
 	struct hmm_dmirror_cmd cmd;
 	const char *why;
-	cpu_set_t cpu;
 	char *p, *src;
 
 	if (!have_feature(NEED_SWAP, &why))
 		SKIP(return, "%s", why);
-	/*
-	 * One CPU: MADV_PAGEOUT drains only its own CPU's LRU batch, and a
-	 * folio that a fault on another CPU left there cannot be isolated.
-	 */
-	CPU_ZERO(&cpu);
-	CPU_SET(sched_getcpu(), &cpu);
-	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpu), &cpu));
 	p = dm_ctx_track(&self->c, mmap(NULL, 2 * WB_SIZE, RW,
 					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
 			 2 * WB_SIZE);
