@@ -15,7 +15,8 @@
 # when, on what is left, it applies forward, in the series' order; unknown
 # when it applies neither way (the tree changed those lines otherwise).
 # A kernel that carries another series (6.12's backport) is not judged by
-# this one's patches: n/a.  The tree is only read: the patches are tried
+# this one's patches: n/a; one that carries a posting of it (7.3/hotfixes)
+# is.  The tree is only read: the patches are tried
 # on copies of the files they touch, in a scratch folder, under the build
 # lock (no tree.sh changes the tree meanwhile).  Written per flavour, to
 # $STAGE/patches: the file the flavour's initramfs and runs were judged by.
@@ -67,7 +68,9 @@ PATCHES_OWN=$PATCHES
 				die "vm/expect.list names series $a: no kernel-prereq-patches/$a/series"
 			own=${PATCHES_OWN#"$TOP"/kernel-prereq-patches/}
 			mapfile -t list < <(series_patches)
-			if [ -n "$own" ] && [ "$own" != "$a" ]; then
+			# A posting of the series (series: 7.3/hotfixes) is part of it.
+			if [ -n "$own" ] && [ "$own" != "$a" ] &&
+				[ "${own#"$a"/}" = "$own" ]; then
 				for p in "${list[@]}"; do
 					echo "n/a $a/$(patch_id "$p") other-series the tree carries kernel-prereq-patches/$own"
 				done

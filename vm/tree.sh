@@ -83,8 +83,12 @@ if [ "$SOURCE_KIND" = debian ]; then
 		die "vm/source.sh printed '$src' where 'VERSION TARBALL' was expected"
 fi
 if [ -n "$PATCHES" ]; then
-	[ -f "$PATCHES/BASE" ] || die "no $PATCHES/BASE"
-	base=$(cat "$PATCHES/BASE")
+	# A posting of a series (series: kernel-prereq-patches/7.3/hotfixes)
+	# has the series' BASE.
+	bfile=$PATCHES/BASE
+	[ -f "$bfile" ] || bfile=$(dirname "$PATCHES")/BASE
+	[ -f "$bfile" ] || die "no $PATCHES/BASE"
+	base=$(cat "$bfile")
 	[ "$ver" = "$base" ] ||
 		echo "dmirror-thp: warning: ${SOURCE_PACKAGE:-$SOURCE_TREE} is '$ver', the series ${PATCHES#"$TOP"/} was tested on $base" >&2
 fi
