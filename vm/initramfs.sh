@@ -70,6 +70,8 @@ while read -r _ v; do
 	[ -x "$USR/hmm-tests-$v" ] || die "no $USR/hmm-tests-$v: run 'make tests'"
 	cp "$USR/hmm-tests-$v" "$R/bin/"
 done <<< "$stock"
+[ -x "$USR/migration" ] || die "no $USR/migration: run 'make tests'"
+cp "$USR/migration" "$R/bin/"
 if [ "$image" = mm ]; then
 	# run_vmtests.sh is bash's; the guest has busybox only.
 	[ -x "$BASH" ] || die "no $BASH: run 'make deps'"

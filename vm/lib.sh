@@ -329,6 +329,23 @@ uapi_headers()
 	touch "$stamp"
 }
 
+# guest_lib_flags PKG...: the compiler flags that link a static guest
+# program with Debian's -dev packages PKG of the guest's architecture.
+# Native, they are the host's (make deps): no flags; cross-built, they are
+# unpacked in the cache (vm/debs.sh).
+guest_lib_flags()
+{
+	local debs d flags=
+
+	[ -n "$CROSS" ] || return 0
+	debs=$("$TOP/vm/debs.sh" "$GUEST_ARCH" "$@") ||
+		die "no $* for $GUEST_ARCH"
+	for d in $(folders vm/debs.sh <<< "$debs"); do
+		flags="$flags -isystem $d/usr/include -L$(echo "$d"/usr/lib/*-linux-gnu)"
+	done
+	echo "$flags"
+}
+
 # ksrc_of KERNEL: the tree the kernel builds from (kernel_select's KSRC).
 ksrc_of() { (kernel_select "$1"; echo "$KSRC"); }
 

@@ -59,15 +59,8 @@ dynamic()
 }
 # Cross-built, the programs link libcap and libnuma of the guest's
 # architecture: Debian's -dev packages, unpacked in the cache (vm/debs.sh).
-cflags=-static ldflags=-static
-if [ -n "$CROSS" ]; then
-	debs=$("$TOP/vm/debs.sh" "$GUEST_ARCH" libcap-dev libnuma-dev) ||
-		die "no libcap and libnuma for $GUEST_ARCH"
-	for d in $(folders vm/debs.sh <<< "$debs"); do
-		cflags="$cflags -isystem $d/usr/include"
-		ldflags="$ldflags -L$(echo "$d"/usr/lib/*-linux-gnu)"
-	done
-fi
+libs=$(guest_lib_flags libcap-dev libnuma-dev)
+cflags="-static $libs" ldflags="-static $libs"
 # An older build linked the _64 programs dynamically: build them again.
 rm -f $(dynamic)
 t=$(now)

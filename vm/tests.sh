@@ -9,6 +9,8 @@
 #                  NAME field (vm/kernels/), from its tree (a series may add
 #                  a test of its own), run on every kernel against both
 #                  drivers
+#   migration      the migration selftest of the kernel with harness: yes,
+#                  for its mTHP test
 #   selftests/     the project's selftests, bench and stress, against the
 #                  kselftest harness, selftests helpers and uapi headers of
 #                  the kernel with harness: yes (the newest: PAGEMAP_SCAN,
@@ -53,6 +55,24 @@ build_hmm_tests()
 while read -r k v; do
 	build_hmm_tests "$v" "$(ksrc_of "$k")"
 done <<< "$stock"
+
+# The migration selftest of the harness kernel's tree, for its mTHP test
+# (migration_mthp), which the stock plan runs on every kernel: its
+# migration fixture needs a third vCPU, and the mm plan runs it.
+MM=$TH/tools/testing/selftests/mm
+if ! [ -x "$USR/migration" ] || ! [ -f "$TH/.dmirror-series" ] ||
+	[ -n "$(find "$MM/migration.c" "$TH/.dmirror-series" -newer "$USR/migration" -print -quit)" ]; then
+	libs=$(guest_lib_flags libnuma-dev)
+	# Older trees call the THP settings helpers thp_settings.c.
+	settings=$MM/hugepage_settings.c
+	[ -f "$settings" ] || settings=$MM/thp_settings.c
+	progress "building the $harness tree's migration selftest ($GUEST_ARCH)"
+	# shellcheck disable=SC2086
+	"$TARGET_CC" -static -O2 -pthread -isystem "$HDR/usr/include" -I"$TH" \
+		-I"$TH/tools/testing/selftests" -I"$MM" $libs -o "$USR/migration" \
+		"$MM/migration.c" "$MM/vm_util.c" "$settings" -lnuma ||
+		die "the $harness tree's migration selftest does not build"
+fi
 
 if [ "${1:-}" != stock ]; then
 	progress "building selftests ($GUEST_ARCH)"
