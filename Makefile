@@ -35,6 +35,8 @@ ifeq ($(KERNEL),)
 KERNEL := $(shell vm/kernels.sh get default)
 endif
 MIGRATE_KERNELS = $(shell vm/kernels.sh field $(KERNEL) compare) $(KERNEL)
+# make check-subsets: the trees with some of the 7.3 postings (subset: yes).
+SUBSET_KERNELS = $(shell vm/kernels.sh list subset)
 export FLAVOR KERNEL
 # What only the full plan adds to its boots: the crash boots of
 # vm/expect.list, the mm selftests (on the kernels whose file says
@@ -47,7 +49,7 @@ space := $(empty) $(empty)
 # When this make started, for the closing summary of what each step took.
 T0 := $(shell date +%s)
 
-.PHONY: all deps tree kernel module tests initramfs check stock bench bench-compare migrate-bench trace soak \
+.PHONY: all deps tree kernel module tests initramfs check check-subsets stock bench bench-compare migrate-bench trace soak \
 	stress stress-lowmem lifecycle shell gdb gdb-demo lab-bundle negative \
 	bisect-check callers mainline-series mm-selftests patches checkpatch module-check clean help
 
@@ -82,6 +84,10 @@ check: initramfs ## boot each kernel's guest and run every test (KERNEL, PLAN, S
 		vm/check.sh $(FULL_PLAN_EXTRAS) $(CI_SET) $(PLAN) $(KERNELS)
 
 # The stock regression baseline alone: the tree's test_hmm.ko + hmm-tests.
+check-subsets: KERNELS = $(SUBSET_KERNELS)
+check-subsets: initramfs ## each tree with some of the 7.3 postings: no XPASS, no unexplained failure (not in CI)
+	vm/check.sh --crashes $(PLAN) $(KERNELS)
+
 stock: KERNELS = $(KERNEL)
 stock: kernel ## the regression baseline: stock test_hmm.ko and hmm-tests
 	@vm/tests.sh stock

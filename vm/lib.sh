@@ -76,6 +76,9 @@ need()
 #                 scratch clone (git clone --shared) in the cache
 #   series:       FOLDER       the series applied with git am (a folder of
 #                 kernel-prereq-patches/ with a series file); none: pristine
+#   upto:         POSTING      only the series' postings up to and
+#                 including this folder of it (a prefix of the posting
+#                 order: what a tree that took some of them has)
 #   config:       FRAGMENT...  config fragments merged after
 #                 vm/config/base.config (paths from the checkout's top)
 #   stock-tests:  NAME    this tree's stock hmm-tests, built as
@@ -87,6 +90,9 @@ need()
 #   ci-plans:     PLAN... there, only these plans of make check's PLAN
 #                 boot on it (mm: its mm selftests; crash: its crash
 #                 boots); named (KERNEL=, KERNELS=), it boots them all
+#   subset:       yes     a tree with some of the postings: make
+#                 check-subsets runs it, and fails on an XPASS or an
+#                 unexplained failure
 #   compare:      NAME    upstream's own code for this kernel: make
 #                 migrate-bench runs NAME, then this one
 #   bench-target: PERCENT NAME   make bench-compare's target: this
@@ -100,7 +106,7 @@ need()
 #   arch:         x86_64 (the default) or arm64: the guest's architecture;
 #                 arm64 is cross-built (aarch64-linux-gnu-), its user space
 #                 too, and boots on QEMU's virt machine (vm/qemu.sh)
-KERNEL_FIELDS="source series config stock-tests harness default ci ci-plans compare bench-target mm-selftests module arch"
+KERNEL_FIELDS="source series upto config stock-tests harness default ci ci-plans subset compare bench-target mm-selftests module arch"
 
 # A tree of one's own (make check KERNEL=/path/to/linux) is a kernel file
 # too, written by kernel_name into $USER_KERNELS; vm/kernels/ lists only
@@ -152,7 +158,7 @@ kernel_file()
 		esac
 		[ -z "${KF[$field]+set}" ] || die "$w: $field given twice"
 		case $field:${value[*]} in
-		harness:yes|default:yes|ci:yes|mm-selftests:yes|module:no|arch:x86_64|arch:arm64) ;;
+		harness:yes|default:yes|ci:yes|subset:yes|mm-selftests:yes|module:no|arch:x86_64|arch:arm64) ;;
 		arch:*) die "$w: arch takes x86_64 or arm64" ;;
 		ci-plans:) die "$w: ci-plans takes plans of vm/guest/plans, mm or crash" ;;
 		ci-plans:*)
@@ -161,11 +167,13 @@ kernel_file()
 					die "$w: ci-plans: no plan vm/guest/plans/$p"
 			done
 			;;
-		harness:*|default:*|ci:*|mm-selftests:*) die "$w: $field takes 'yes'" ;;
+		harness:*|default:*|ci:*|subset:*|mm-selftests:*) die "$w: $field takes 'yes'" ;;
 		module:*) die "$w: module takes 'no' (without it, the module builds)" ;;
 		esac
 		KF[$field]=${value[*]}
 	done < "$f"
+	[ -z "${KF[upto]:-}" ] || [ -d "$TOP/${KF[series]:-/nonexistent}/${KF[upto]}" ] ||
+		die "$f: upto: ${KF[upto]} is not a posting folder of its series"
 	read -r -a value <<< "${KF[source]:-}"
 	case ${value[0]:-}:${#value[@]} in
 	debian:2|debian:3|tree:2|tree:3) ;;
@@ -238,6 +246,7 @@ kernel_select()
 		SOURCE_REV=${src[2]:-}
 	fi
 	PATCHES=${KF[series]:+$TOP/${KF[series]}}
+	UPTO=${KF[upto]:-}
 	CONFIGS=${KF[config]:-}
 	STOCK_TESTS=${KF[stock-tests]:-}
 	COMPARE=${KF[compare]:-}
@@ -416,8 +425,20 @@ _series_entries()
 # as in kernel-prereq-patches/7.3), whose patches come in its own order.
 series_patches()
 {
+	local e
+
 	[ -n "$PATCHES" ] || return 0
-	_series_patches ""
+	[ -n "${UPTO:-}" ] || { _series_patches ""; return 0; }
+	# A prefix of the postings (upto:).
+	for e in $(_series_entries "$PATCHES/series"); do
+		if [ -d "$PATCHES/$e" ]; then
+			_series_patches "$e/"
+		else
+			echo "$e"
+		fi
+		[ "$e" != "$UPTO" ] || return 0
+	done
+	die "upto: $UPTO is not in ${PATCHES#"$TOP"/}/series"
 }
 
 _series_patches()

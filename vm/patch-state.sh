@@ -67,7 +67,8 @@ PATCHES_OWN=$PATCHES
 			[ -f "$PATCHES/series" ] ||
 				die "vm/expect.list names series $a: no kernel-prereq-patches/$a/series"
 			own=${PATCHES_OWN#"$TOP"/kernel-prereq-patches/}
-			mapfile -t list < <(series_patches)
+			# The whole series, whatever prefix the tree took (upto:).
+			mapfile -t list < <(UPTO= series_patches)
 			# A posting of the series (series: 7.3/hotfixes) is part of it.
 			if [ -n "$own" ] && [ "$own" != "$a" ] &&
 				[ "${own#"$a"/}" = "$own" ]; then
