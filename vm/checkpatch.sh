@@ -14,6 +14,9 @@ trap 'rm -rf "$tmp"' EXIT
 rc=0
 for k in $(kernels_with series); do
 	kernel_select "$k"
+	# A tree with some of a series' postings (subset: yes) has no patch
+	# of its own.
+	[ -z "${KF[subset]:-}" ] || continue
 	CP=$KSRC/scripts/checkpatch.pl
 	[ -x "$CP" ] || die "no $CP: run 'make tree'"
 	# A series of postings as make mainline-series stamps it, with the
