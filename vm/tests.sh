@@ -32,6 +32,27 @@ TH=$CACHE/kernels/$harness/linux
 HDR=$USR/headers-$harness
 uapi_headers "$harness" "$TH" "$HDR"
 
+# up_to_date OUT TREE SRC: OUT was built after SRC changed and after
+# TREE's series was applied (a tree of one's own has no .dmirror-series:
+# built every time).
+up_to_date()
+{
+	[ -x "$1" ] && [ -f "$2/.dmirror-series" ] &&
+		[ "$1" -nt "$3" ] && [ "$1" -nt "$2/.dmirror-series" ]
+}
+
+# mm_selftest TREE OUT ARG...: a static guest program of TREE's mm
+# selftests, from the compiler arguments ARG (sources and libraries).
+mm_selftest()
+{
+	local t=$1 out=$2
+
+	shift 2
+	"$TARGET_CC" -static -O2 -pthread -isystem "$HDR/usr/include" -I"$t" \
+		-I"$t/tools/testing/selftests" -I"$t/tools/testing/selftests/mm" \
+		-o "$out" "$@"
+}
+
 # hmm-tests-$1 from the tree $2.
 build_hmm_tests()
 {
@@ -39,17 +60,12 @@ build_hmm_tests()
 	local extra=
 
 	[ -f "$mm/hmm-tests.c" ] || die "$mm/hmm-tests.c not found: run 'make tree'"
-	# A tree of one's own has no .dmirror-series: built every time.
-	[ -x "$out" ] && [ -f "$t/.dmirror-series" ] &&
-		[ "$out" -nt "$mm/hmm-tests.c" ] &&
-		[ "$out" -nt "$t/.dmirror-series" ] && return 0
+	! up_to_date "$out" "$t" "$mm/hmm-tests.c" || return 0
 	# Newer hmm-tests read the THP size through the selftests helpers.
 	[ -f "$mm/hugepage_settings.c" ] && extra="$mm/vm_util.c $mm/hugepage_settings.c"
 	progress "building the $v tree's stock hmm-tests ($GUEST_ARCH)"
 	# shellcheck disable=SC2086
-	"$TARGET_CC" -static -O2 -pthread -isystem "$HDR/usr/include" -I"$t" \
-		-I"$t/tools/testing/selftests" -I"$mm" -o "$out" \
-		"$mm/hmm-tests.c" $extra -lrt -lm ||
+	mm_selftest "$t" "$out" "$mm/hmm-tests.c" $extra -lrt -lm ||
 		die "the $v tree's hmm-tests do not build"
 }
 while read -r k v; do
@@ -60,17 +76,15 @@ done <<< "$stock"
 # (migration_mthp), which the stock plan runs on every kernel: its
 # migration fixture needs a third vCPU, and the mm plan runs it.
 MM=$TH/tools/testing/selftests/mm
-if ! [ -x "$USR/migration" ] || ! [ -f "$TH/.dmirror-series" ] ||
-	[ -n "$(find "$MM/migration.c" "$TH/.dmirror-series" -newer "$USR/migration" -print -quit)" ]; then
+if ! up_to_date "$USR/migration" "$TH" "$MM/migration.c"; then
 	libs=$(guest_lib_flags libnuma-dev)
 	# Older trees call the THP settings helpers thp_settings.c.
 	settings=$MM/hugepage_settings.c
 	[ -f "$settings" ] || settings=$MM/thp_settings.c
 	progress "building the $harness tree's migration selftest ($GUEST_ARCH)"
 	# shellcheck disable=SC2086
-	"$TARGET_CC" -static -O2 -pthread -isystem "$HDR/usr/include" -I"$TH" \
-		-I"$TH/tools/testing/selftests" -I"$MM" $libs -o "$USR/migration" \
-		"$MM/migration.c" "$MM/vm_util.c" "$settings" -lnuma ||
+	mm_selftest "$TH" "$USR/migration" $libs "$MM/migration.c" \
+		"$MM/vm_util.c" "$settings" -lnuma ||
 		die "the $harness tree's migration selftest does not build"
 fi
 
