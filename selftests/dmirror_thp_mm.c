@@ -455,15 +455,21 @@ static void op_pagemap(struct __test_metadata *_metadata, struct mm_ctx *m)
  * process_vm_readv(): remote GUP faults the THPs back, whole.  The reader
  * is forked before the buffer exists, so it shares none of it (a THP
  * shared with a child cannot move to the device), and told the address
- * through a pipe.
+ * through a pipe.  It faults its own buffer in before it says it is ready:
+ * its faults would otherwise race the parent's and add to the size's
+ * anon_fault_alloc, which the parent counts.
  */
-static int remote_reader(int go, pid_t pid, bool vm_readv)
+static int remote_reader(int go, int ready, pid_t pid, bool vm_readv)
 {
 	char *buf = malloc(SIZE), path[64];
 	uint64_t addr;
 	ssize_t n;
 
-	if (!buf || read(go, &addr, sizeof(addr)) != sizeof(addr))
+	if (!buf)
+		return 2;
+	memset(buf, 0, SIZE);
+	if (write(ready, "r", 1) != 1 ||
+	    read(go, &addr, sizeof(addr)) != sizeof(addr))
 		return 2;
 	if (vm_readv) {
 		struct iovec local = { buf, SIZE };
@@ -489,17 +495,23 @@ static void remote_prepare(struct __test_metadata *_metadata, struct mm_ctx *m,
 			   bool vm_readv)
 {
 	pid_t parent = getpid();
-	int go[2];
+	int go[2], ready[2];
+	char c;
 
 	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ready));
 	m->helper = fork();
 	ASSERT_LE(0, m->helper);
 	if (!m->helper) {
 		close(go[1]);
-		_exit(remote_reader(go[0], parent, vm_readv));
+		close(ready[0]);
+		_exit(remote_reader(go[0], ready[1], parent, vm_readv));
 	}
 	close(go[0]);
+	close(ready[1]);
 	m->pipe = go[1];
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	close(ready[0]);
 }
 
 static void remote_read(struct __test_metadata *_metadata, struct mm_ctx *m)
