@@ -14,9 +14,13 @@ which kernels the entry is for:
                     POSTING/NNNN-*.patch): the test passes with them
   lacks:FILE:SYM    every tree whose FILE has no SYM (a word): what the
                     tree's own code cannot do
+  with:P[+P...]     every tree that carries all of the patches P: joined
+                    to a needs: (needs:A,with:B), a test that fails
+                    without A only once B is there (B makes the test
+                    reach A's bug)
   arch:ARCH         every kernel of that architecture (vm/kernels/' arch:,
                     x86_64 by default): what its guest or its mm cannot do
-  C1,C2             needs:, lacks: and arch: joined by commas: the kernels
+  C1,C2             needs:, with:, lacks: and arch: joined by commas: the kernels
                     for which each holds (needs:P,arch:x86_64: a bug of P's
                     that shows on x86 only)
 
@@ -119,7 +123,7 @@ def validate(entries, state):
     """Every patch and symbol the entries name is one the state knows: a
     misspelt one stops the run before it boots, not after."""
     for e in entries:
-        for n in e.needs:
+        for n in e.needs + e.with_:
             state.patch(n)
         if e.lacks:
             state.has(e.lacks)
@@ -133,6 +137,7 @@ class Entry:
         self.kind = kind
         self.kernel = None
         self.needs = []
+        self.with_ = []
         self.lacks = None
         self.arch = None
         # Conditions joined by "," must all hold (needs:P,arch:x86_64).
@@ -151,6 +156,15 @@ class Entry:
                 for n in self.needs:
                     if not PATCH.match(n):
                         raise ValueError("%s: needs: names"
+                                         " SERIES/POSTING/NNNN, not '%s'"
+                                         % (where, n))
+            elif cond.startswith("with:"):
+                if self.with_:
+                    raise ValueError("%s: with: given twice" % where)
+                self.with_ = cond[len("with:"):].split("+")
+                for n in self.with_:
+                    if not PATCH.match(n):
+                        raise ValueError("%s: with: names"
                                          " SERIES/POSTING/NNNN, not '%s'"
                                          % (where, n))
             elif cond.startswith("lacks:"):
@@ -191,6 +205,8 @@ class Entry:
         if self.lacks and state.has(self.lacks):
             return False
         if self.arch and state.arch != self.arch:
+            return False
+        if any(state.patch(n)[0] != "present" for n in self.with_):
             return False
         if self.needs:
             return any(state.patch(n)[0] == "absent" for n in self.needs)
@@ -273,7 +289,8 @@ def isolated(entries, kernel, flavour, state):
 
 
 def probes(entries):
-    series = sorted({n.split("/")[0] for e in entries for n in e.needs})
+    series = sorted({n.split("/")[0] for e in entries
+                     for n in e.needs + e.with_})
     symbols = sorted({e.lacks for e in entries if e.lacks})
     return (["series %s" % s for s in series] +
             ["symbol %s" % " ".join(s.split(":")) for s in symbols])
