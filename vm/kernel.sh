@@ -39,6 +39,7 @@ for f in $CONFIGS; do
 	frags="$frags $TOP/$f"
 done
 [ "$FLAVOR" = debug ] && frags="$frags $TOP/vm/config/debug.config"
+[ "$FLAVOR" = gcov ] && frags="$frags $TOP/vm/config/gcov.config"
 # What the fragments set ("# CONFIG_X is not set" included), not their
 # comments or where they live.
 # shellcheck disable=SC2086  # a list of paths
@@ -104,8 +105,20 @@ progress "building kernel $KERNEL ($FLAVOR, $GUEST_ARCH, -j$JOBS) in $KBUILD"
 targets="$KIMAGE_TARGET modules"
 # The gdb helpers (vmlinux-gdb.py) for make gdb, where the flavour has them.
 grep -q '^CONFIG_GDB_SCRIPTS=y' "$KBUILD/.config" && targets="$targets scripts_gdb"
+# The gcov flavour profiles the files of vm/coverage.files only, and the
+# tree's Makefiles stay as they are: make's command line sets Kbuild's
+# per-object GCOV_PROFILE_<stem>.o for every directory, and its value
+# says y only in the listed file's own ($(obj)), so that a file of the
+# same name elsewhere (arch/x86/boot/memory.c, 16-bit setup code that
+# cannot call gcov) is built as before.
+gcov=()
+if [ "$FLAVOR" = gcov ]; then
+	while read -r f; do
+		gcov+=("GCOV_PROFILE_$(basename "$f" .c).o=\$(if \$(filter $(dirname "$f"),\$(obj)),y)")
+	done < <(grep -v '^#' "$TOP/vm/coverage.files")
+fi
 # shellcheck disable=SC2086
-"${KMAKE[@]}" $targets > "$KBUILD/build.log" 2>&1 || {
+"${KMAKE[@]}" "${gcov[@]}" $targets > "$KBUILD/build.log" 2>&1 || {
 	tail -n 40 "$KBUILD/build.log" >&2
 	die "kernel build failed (log: $KBUILD/build.log)"
 }

@@ -16,8 +16,8 @@ FLAVOR=${FLAVOR:-normal}
 LOGDIR=$CACHE/logs
 JOBS=${JOBS:-$(($(nproc) + 1))}
 case $FLAVOR in
-normal|debug) ;;
-*) echo "FLAVOR must be 'normal' or 'debug', not '$FLAVOR'" >&2; exit 2 ;;
+normal|debug|gcov) ;;
+*) echo "FLAVOR must be 'normal', 'debug' or 'gcov', not '$FLAVOR'" >&2; exit 2 ;;
 esac
 
 _t0=$(date +%s)
