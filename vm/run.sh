@@ -190,7 +190,16 @@ boot()
 	swap_disk "$K/swap.img"
 	qemu_cmd "$accel"
 	qemu_serials "file:$K/console-$name.log" "file:$K/results-$name.log"
-	timeout -s KILL "$tmo" "${QEMU[@]}" "${SERIALS[@]}" \
+	# The gcov flavour's boot writes its profile data to gcov-NAME/.
+	gcov=()
+	if [ "$FLAVOR" = gcov ]; then
+		rm -rf "$K/gcov-$name"
+		mkdir -p "$K/gcov-$name"
+		# shellcheck disable=SC2054  # QEMU options hold commas
+		gcov=(-virtfs "local,path=$K/gcov-$name,mount_tag=gcov,security_model=none,id=gcov")
+		append="$append dm_GCOV=1"
+	fi
+	timeout -s KILL "$tmo" "${QEMU[@]}" "${SERIALS[@]}" "${gcov[@]}" \
 		-append "$KCMD $KMETA $append" < /dev/null > "$K/qemu-$name.log" 2>&1 ||
 		prc=$?
 	took "$t" "guest run $KERNEL '$name' (qemu exit $prc)"
