@@ -51,7 +51,7 @@ T0 := $(shell date +%s)
 
 .PHONY: all deps tree kernel module tests initramfs check check-subsets stock bench bench-compare migrate-bench trace soak \
 	stress stress-lowmem lifecycle shell gdb gdb-demo lab-bundle negative \
-	bisect-check callers mainline-series mm-selftests patches checkpatch module-check clean help
+	bisect-check callers coverage mainline-series mm-selftests patches checkpatch module-check clean help
 
 # $(call each,CMD): CMD once per kernel of KERNELS, KERNEL set.
 each = @for k in $(KERNELS); do KERNEL=$$k $(1) || exit 1; done
@@ -180,6 +180,18 @@ gdb-demo: KERNELS = $(KERNEL)
 gdb-demo: initramfs ## scripted gdb session: break in migrate_vma_setup during a THP test
 	@vm/gdb.sh --demo
 
+# Which lines of the device-private paths the tests reach: the gcov
+# flavour (vm/config/gcov.config, the files of vm/coverage.files and the
+# module profiled), the plans' boots, then lcov's report per kernel
+# (vm/coverage.sh).  docs/coverage.md says how to read it.
+COVERAGE_PLAN ?= stock+thp
+coverage: FLAVOR = gcov
+coverage: KERNELS = $(KERNEL)
+coverage: initramfs ## gcov/lcov coverage of the device-private code and the module (KERNEL, COVERAGE_PLAN)
+	@vm/check.sh $(COVERAGE_PLAN) $(KERNELS)
+	@vm/coverage.sh
+	@vm/times.sh $(T0)
+
 lab-bundle: KERNELS = $(KERNEL)
 lab-bundle: initramfs ## a folder for a LAVA lab: kernel, modules, initramfs, cmdline, job.yaml (LAB_PLAN)
 	@vm/lab-bundle.sh
@@ -223,6 +235,6 @@ clean: ## remove selftests/out (the cache stays)
 	rm -rf selftests/out
 
 help: ## this list
-	@echo "dmirror-thp: make [target] [FLAVOR=normal|debug] (README.md has more)"
+	@echo "dmirror-thp: make [target] [FLAVOR=normal|debug|gcov] (README.md has more)"
 	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | \
 		awk -F'\t' '{ printf "  %-15s %s\n", $$1, $$2 }'

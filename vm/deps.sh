@@ -20,6 +20,8 @@ for k in $(kernel_names); do
 	[ "$SOURCE_KIND" != debian ] || [ -n "$SOURCE_SUITE" ] ||
 		PKGS="$PKGS $SOURCE_PACKAGE"
 done
+# make coverage (the gcov flavour) reads its profile with lcov.
+[ "$FLAVOR" != gcov ] || PKGS="$PKGS lcov"
 for k in ${*:-$(kernel_names)}; do
 	kernel_select "$k"
 	PKGS="$PKGS $(arch_packages)"
