@@ -132,6 +132,17 @@ def validate(entries, state):
 PATCH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*/[0-9]{4}$")
 
 
+def patches(cond, where):
+    """The patches P+P... of a needs: or with: condition."""
+    key, _, value = cond.partition(":")
+    names = value.split("+")
+    for n in names:
+        if not PATCH.match(n):
+            raise ValueError("%s: %s: names SERIES/POSTING/NNNN, not '%s'"
+                             % (where, key, n))
+    return names
+
+
 class Entry:
     def __init__(self, kind, when, suite, test, reason, where):
         self.kind = kind
@@ -152,21 +163,11 @@ class Entry:
             elif cond.startswith("needs:"):
                 if self.needs:
                     raise ValueError("%s: needs: given twice" % where)
-                self.needs = cond[len("needs:"):].split("+")
-                for n in self.needs:
-                    if not PATCH.match(n):
-                        raise ValueError("%s: needs: names"
-                                         " SERIES/POSTING/NNNN, not '%s'"
-                                         % (where, n))
+                self.needs = patches(cond, where)
             elif cond.startswith("with:"):
                 if self.with_:
                     raise ValueError("%s: with: given twice" % where)
-                self.with_ = cond[len("with:"):].split("+")
-                for n in self.with_:
-                    if not PATCH.match(n):
-                        raise ValueError("%s: with: names"
-                                         " SERIES/POSTING/NNNN, not '%s'"
-                                         % (where, n))
+                self.with_ = patches(cond, where)
             elif cond.startswith("lacks:"):
                 if self.lacks:
                     raise ValueError("%s: lacks: given twice" % where)
